@@ -1,0 +1,3 @@
+"""TCMQA: builder front-end, evaluation harness, analyses, queue and worker."""
+
+__version__ = "0.1.0"

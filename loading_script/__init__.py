@@ -1,0 +1,1 @@
+"""The builder and the features of every TCMQA config (see ``tcmqa.py``)."""
