@@ -1,0 +1,161 @@
+"""The worker as a real process on a real SQLite store, with a stand-in harness command.
+
+The stand-in writes what ``tcmqa eval`` writes (outputs/part-*.parquet and results.json) after a
+configurable delay, so crashes, timeouts and concurrency are exercised quickly; the real harness
+runs in tests/test_space_e2e.py.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tcmqa.store import FAILED, FINISHED, RUNNING, SQLiteStore
+from tcmqa.worker import WorkerConfig, harness_command, run_job, work
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+STAND_IN = r'''
+import argparse, json, os, sys, time
+from pathlib import Path
+import pandas as pd
+p = argparse.ArgumentParser()
+for flag in ("--model", "--revision", "--data", "--out"):
+    p.add_argument(flag)
+a = p.parse_args()
+out = Path(a.out)
+with open(os.environ["STAND_IN_STARTS"], "a") as f:
+    f.write(f"{a.model} {os.getpid()}\n")
+for i in range(int(os.environ.get("STAND_IN_STEPS", "1"))):
+    print(f"{i + 1}/10 items", flush=True)
+    time.sleep(float(os.environ.get("STAND_IN_SLEEP", "0")))
+if os.environ.get("STAND_IN_FAIL"):
+    print("Traceback: CUDA out of memory", file=sys.stderr)
+    sys.exit(3)
+(out / "outputs").mkdir(parents=True, exist_ok=True)
+pd.DataFrame({"model": [a.model], "item_id": ["1"]}).to_parquet(out / "outputs" / "part-00000.parquet")
+(out / "results.json").write_text(json.dumps({"model": a.model, "full": 20.0, "n": 10, "engine": "stand-in"}))
+'''
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    monkeypatch.setenv("STAND_IN_STARTS", str(tmp_path / "starts.txt"))
+    return f"{{python}} {script} --model {{model}} --revision {{revision}} --data {{data}} --out {{out}}"
+
+
+def _starts(tmp_path: Path) -> list[str]:
+    path = tmp_path / "starts.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    """Running or sleeping; a zombie (killed, not yet reaped by its new parent) counts as dead."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _cfg(tmp_path: Path, command: str, **kw) -> WorkerConfig:
+    return WorkerConfig(data="demo-tree", runs=tmp_path / "runs", command=command, heartbeat_s=0.2, poll_s=0.1, **kw)
+
+
+def _spawn_worker(store_dir: Path, tmp_path: Path, command: str, *extra: str) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "tcmqa.cli", "worker", "--store", str(store_dir), "--data", "demo-tree",
+            "--runs", str(tmp_path / "runs"), "--command", command, "--heartbeat", "0.3", "--poll", "0.1", *extra]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_harness_command_template(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("org/m", SHA, "v1", "u", {"path": "/models/m"})
+    argv = harness_command(WorkerConfig(data="TechTCM/TCMQA", runs=tmp_path, engine="vllm", limit=5), job, tmp_path / "r")
+    assert argv[1:] == ["-m", "tcmqa.cli", "eval", "--model", "/models/m", "--revision", SHA, "--data", "TechTCM/TCMQA",
+                        "--out", str(tmp_path / "r"), "--engine", "vllm", "--limit", "5"]
+
+
+def test_finished_records_row_and_outputs(tmp_path: Path, stand_in: str) -> None:
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("org/m", SHA, "v1", "u", {"params_b": 0.27})
+    assert work(store, _cfg(tmp_path, stand_in), "w", once=True) == 1
+    assert store.get(job.id).status == FINISHED
+    [row] = store.results()
+    assert (row["model"], row["origin"], row["revision"], row["protocol"], row["full"]) == ("org/m", "evaluated", SHA, "v1", 20.0)
+    assert len(store.outputs_files()) == 1
+
+
+def test_failure_keeps_reason_and_log_tail(tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STAND_IN_FAIL", "1")
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("org/m", SHA, "v1", "u")
+    work(store, _cfg(tmp_path, stand_in), "w", once=True)
+    failed = store.get(job.id)
+    assert failed.status == FAILED and failed.reason == "the harness exited with code 3"
+    assert "CUDA out of memory" in failed.log_tail and "1/10 items" in failed.log_tail
+    assert store.results() == []
+
+
+def test_timeout_kills_the_harness(tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STAND_IN_STEPS", "100")
+    monkeypatch.setenv("STAND_IN_SLEEP", "0.1")
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("org/m", SHA, "v1", "u")
+    claimed = store.claim("w")
+    assert run_job(store, claimed, _cfg(tmp_path, stand_in, timeout_s=1.5)) == "FAILED"
+    assert store.get(job.id).reason == "timed out after 2 s"
+    assert not _alive(int(_starts(tmp_path)[0].split()[1]))
+
+
+def test_missing_results_json_fails(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("org/m", SHA, "v1", "u")
+    work(store, _cfg(tmp_path, "{python} -c pass"), "w", once=True)
+    assert "no readable results.json" in store.get(job.id).reason
+
+
+def test_sigkill_mid_job_rerun_recorded_once(tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STAND_IN_STEPS", "10")
+    monkeypatch.setenv("STAND_IN_SLEEP", "0.3")
+    store_dir = tmp_path / "s"
+    store = SQLiteStore(store_dir)
+    job = store.submit("org/m", SHA, "v1", "u")
+    first = _spawn_worker(store_dir, tmp_path, stand_in)
+    deadline = time.time() + 60
+    while not (_starts(tmp_path) and "items" in store.get(job.id).progress):
+        assert time.time() < deadline, "the first worker never started the harness"
+        time.sleep(0.1)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    harness_pid = int(_starts(tmp_path)[0].split()[1])
+    time.sleep(0.5)
+    assert not _alive(harness_pid)  # PR_SET_PDEATHSIG took the harness down too
+    assert store.get(job.id).status == RUNNING  # until its heartbeat goes stale
+    time.sleep(2.0)
+
+    second = _spawn_worker(store_dir, tmp_path, stand_in, "--stale-after", "2", "--once")
+    second_log = second.communicate(timeout=120)[0]
+    assert second.returncode == 0, second_log
+    done = store.get(job.id)
+    assert (done.status, done.attempts) == (FINISHED, 2), second_log
+    assert len(_starts(tmp_path)) == 2 and len(store.results()) == 1 and len(store.outputs_files()) == 1
+
+
+def test_several_workers_run_each_job_once(tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STAND_IN_SLEEP", "0.2")
+    store_dir = tmp_path / "s"
+    store = SQLiteStore(store_dir)
+    for i in range(6):
+        store.submit(f"org/m{i}", SHA, "v1", "u")
+    workers = [_spawn_worker(store_dir, tmp_path, stand_in, "--once") for _ in range(3)]
+    for w in workers:
+        assert w.wait(timeout=180) == 0
+    assert sorted(line.split()[0] for line in _starts(tmp_path)) == [f"org/m{i}" for i in range(6)]
+    assert {j.status for j in store.jobs()} == {FINISHED} and len(store.results()) == 6
