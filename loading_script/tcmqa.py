@@ -347,7 +347,12 @@ def _parse_categories(raw: str | None) -> tuple[list[str], list[str]]:
 
 def read_responses(db_path: str | os.PathLike, items: dict[str, dict], report: BuildReport,
                    pseudonym_key: str = DEFAULT_PSEUDONYM_KEY) -> list[dict]:
-    """Rows of the ``responses`` config; correctness is recomputed from the corpus answer set."""
+    """Rows of the ``responses`` config; correctness is recomputed from the corpus answer set.
+
+    A response to an item the schema filter dropped is dropped with it (``item_dropped``); one to
+    an id no item record had is ``unknown_item``.
+    """
+    dropped_ids = {d["id"] for d in report.dropped if d["id"] is not None}
     if not Path(db_path).is_file():
         raise FileNotFoundError(f"platform database not found: {db_path}")
     con = sqlite3.connect(f"file:{Path(db_path).resolve()}?mode=ro", uri=True)
@@ -364,7 +369,10 @@ def read_responses(db_path: str | os.PathLike, items: dict[str, dict], report: B
         where = f"{Path(db_path).name}:user_interactions(user_id={user_id}, question_id={question_id})"
         item = items.get(str(question_id))
         if item is None:
-            report.drop(where, question_id, "unknown_item", "response to an item that is not in the corpus")
+            if str(question_id) in dropped_ids:
+                report.drop(where, question_id, "item_dropped", "its item was dropped by the schema filter")
+            else:
+                report.drop(where, question_id, "unknown_item", "no item record has this id")
             continue
         try:
             selected = _parse_selected(selected_raw)

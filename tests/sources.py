@@ -1,0 +1,63 @@
+"""Raw sources for tests: the real sample's paths, the demo items, and platform databases.
+
+Importable from test modules (``from sources import ...``); the fixtures in conftest.py use it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_ITEMS = REPO / "demo" / "items.jsonl"
+SAMPLE = Path(os.environ.get("TCMQA_SAMPLE", REPO.parent / "shared" / "data" / "tcmqa-platform-sample"))
+SAMPLE_ITEMS = SAMPLE / "items.jsonl"
+SAMPLE_DB = SAMPLE / "annotation_platform.sqlite"
+
+PLATFORM_SCHEMA = """
+CREATE TABLE user (user_id INTEGER PRIMARY KEY, username VARCHAR(64), assigned_questions TEXT);
+CREATE TABLE questions (question_id INTEGER PRIMARY KEY, question VARCHAR(350), choices TEXT, answer VARCHAR(100));
+CREATE TABLE user_interactions (
+    user_id INTEGER NOT NULL, question_id INTEGER NOT NULL, correctness INTEGER NOT NULL,
+    selected_choices TEXT, individual_question_time FLOAT NOT NULL, stopped_for FLOAT NOT NULL,
+    selected_category TEXT, selected_difficulty INTEGER, is_flagged INTEGER NOT NULL,
+    PRIMARY KEY (user_id, question_id));
+"""
+
+
+def write_platform_db(path: Path, items: list[dict], interactions: list[tuple]) -> Path:
+    """A database in the annotation platform's format (the columns the builder reads)."""
+    con = sqlite3.connect(path)
+    con.executescript(PLATFORM_SCHEMA)
+    con.executemany("INSERT INTO questions VALUES (?, ?, ?, ?)",
+                    [(r["question_id"], r["question"], json.dumps(r["choices"]), r["answer"]) for r in items])
+    users = sorted({row[0] for row in interactions})
+    con.executemany("INSERT INTO user VALUES (?, ?, ?)", [(u, f"rater{u}", "[]") for u in users])
+    con.executemany("INSERT INTO user_interactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", interactions)
+    con.commit()
+    con.close()
+    return path
+
+
+def demo_interactions(items: list[dict]) -> list[tuple]:
+    """Three raters (block 0) answer every demo item; rater u is right unless (i + u) % 3 == 0.
+
+    Single answers are stored as a bare letter and multi answers as a JSON list, as the platform
+    did; item 4 is flagged by rater 2.
+    """
+    rows = []
+    for u in (1, 2, 3):
+        for i, item in enumerate(items):
+            right = (i + u) % 3 != 0
+            letters = list(item["answer"]) if right else (["E"] if item["answer"] != "E" else ["A"])
+            selected = json.dumps(letters) if len(letters) > 1 else letters[0]
+            categories = json.dumps([str(1 + (i % 10))] + ([str(1 + ((i + 3) % 10))] if u == 3 else []))
+            rows.append((u, item["question_id"], int(right), selected, 10.0 + i, 0.0, categories,
+                         1 + (i + u) % 5, int(i == 4 and u == 2)))
+    return rows
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
