@@ -1,0 +1,210 @@
+"""TCMQA leaderboard Space (gradio 6): Board, Plots, Item explorer, Submit, Queue, About.
+
+The web process never imports an engine: it validates and enqueues submissions and reads results
+from the store; workers (``tcmqa worker``) evaluate. Locally (no ``SPACE_ID``) the app starts one
+worker itself, accepts local model folders and needs no sign-in::
+
+    python space/app.py            # or: tcmqa serve
+"""
+
+from __future__ import annotations
+
+import atexit
+import shlex
+import subprocess
+import sys
+import time
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+import board as board_lib
+from explorer import Explorer
+from settings import Settings
+from tcmqa.store import FAILED, Store, open_store
+from tcmqa_loading.tcmqa import _CITATION, _HOMEPAGE
+from validation import Rejected, enqueue, submitter, validate
+
+QUEUE_COLUMNS = ["id", "model", "revision", "status", "progress", "attempts", "user", "submitted", "updated"]
+
+ABOUT = """
+## Protocol ({protocol})
+Each model answers every item once: its own chat template with thinking disabled, greedy decoding
+(temperature 0), 16 new tokens. Two predictions come from that one generation: the letters A–E found
+in the text (the paper's rule, exact match on the answer set: **Full**, **Single**, **Multi**,
+**Subset**), and the argmax over A–E of the first token's log-probs (**LP Full**). Multi-answer items also
+get precision/recall/F1. **Δ human** is Subset minus the practitioners' majority vote ({human}).
+Rows marked *reported* are the paper's Table 4; *evaluated* rows were run by this Space.
+
+## Links
+- Dataset: [{homepage}]({homepage}) (configs `corpus`, `responses`, `subset`, `outputs`, `results`)
+- Metric: `evaluate.load("tcmqa_metric")` — exact match over answer sets, P/R/F1
+
+## Citation
+```bibtex
+{citation}```
+"""
+
+
+def _jobs_frame(store: Store) -> pd.DataFrame:
+    def stamp(t: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) if t else ""
+
+    rows = [{**job.__dict__, "revision": job.revision[:12], "submitted": stamp(job.submitted_at),
+             "updated": stamp(job.updated_at)} for job in store.jobs()]
+    return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
+
+
+def _job_markdown(store: Store, job_id: str) -> str:
+    job_id = (job_id or "").strip()
+    if not job_id:
+        return "Submit a model, or enter a job id."
+    job = store.get(job_id)
+    if job is None:
+        return f"No job `{job_id}`."
+    text = f"**{job.status}** · `{job.model}` @ `{job.revision[:12]}` · job `{job.id}` · attempt {job.attempts}"
+    if job.progress:
+        text += f"\n\nProgress: {job.progress}"
+    if job.status == FAILED:
+        text += f"\n\n**Reason:** {job.reason}\n\nYou may fix the model and resubmit."
+        if job.log_tail:
+            text += f"\n\n```text\n{job.log_tail[-3000:]}\n```"
+    return text
+
+
+def _plots(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    scored = frame.dropna(subset=["Full", "Params (B)"])
+    scatter = pd.DataFrame({"model": scored["Model"], "params_b": scored["Params (B)"], "full": scored["Full"],
+                            "family": scored["Family"], "origin": scored["Origin"]})
+    subset = frame.dropna(subset=["Subset"]).sort_values("Subset", ascending=False)
+    bars = pd.DataFrame({"model": subset["Model"], "subset": subset["Subset"], "origin": subset["Origin"]})
+    return scatter, bars
+
+
+def build_app(settings: Settings, store: Store | None = None, api: Any = None) -> gr.Blocks:
+    """The whole UI; ``store`` and ``api`` are injectable so tests run on a real store and a fake Hub."""
+    store = store or open_store(settings.store)
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+    policy = settings.policy()
+    board = board_lib.Board(store)
+    explorer = Explorer(settings.data, store)
+
+    def show_board(search: str, families: list[str], size_min: float | None, size_max: float | None,
+                   origins: list[str], columns: list[str], sort_by: str, descending: bool) -> pd.DataFrame:
+        return board_lib.select(board.frame(), search, families or (), size_min, size_max, origins or (),
+                                columns or board_lib.DEFAULT_COLUMNS, sort_by, descending)
+
+    def refresh_families(current: list[str]) -> Any:
+        return gr.update(choices=board.families(), value=current)
+
+    def show_plots() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return _plots(board.frame())
+
+    def show_item(item_id: str) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+        try:
+            return explorer.item(item_id)
+        except Exception as err:  # the data may be unreachable (offline Hub, missing tree): say so
+            return f"The items could not be loaded from {settings.data}: {err}", pd.DataFrame(), pd.DataFrame()
+
+    def submit(model_id: str, revision: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+        try:
+            user = submitter(profile, policy)
+            accepted = validate(model_id, revision, user=user, api=api, store=store, policy=policy)
+            job = enqueue(accepted, user=user, store=store, policy=policy)
+        except Rejected as err:
+            return f"❌ {err}", ""
+        return (f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as job `{job.id}`: "
+                "PENDING. Its status updates below.", job.id)
+
+    def show_queue() -> pd.DataFrame:
+        return _jobs_frame(store)
+
+    with gr.Blocks(title="TCMQA leaderboard") as demo:
+        gr.Markdown("# TCMQA leaderboard\nTraditional Chinese Medicine licensing-exam questions, "
+                    f"with a licensed-practitioner reference (majority vote {board_lib.HUMAN_SUBSET} on the subset).")
+        timer = gr.Timer(settings.refresh_s)
+        with gr.Tab("Board"):
+            with gr.Row():
+                search = gr.Textbox(label="Search models", placeholder="e.g. qwen2.5", elem_id="board-search")
+                families = gr.Dropdown(board.families(), multiselect=True, label="Family", elem_id="board-family")
+                size_min = gr.Number(label="Min params (B)", value=None, elem_id="board-size-min")
+                size_max = gr.Number(label="Max params (B)", value=None, elem_id="board-size-max")
+            with gr.Row():
+                origins = gr.CheckboxGroup(board_lib.ORIGINS, value=board_lib.ORIGINS, label="Rows")
+                columns = gr.CheckboxGroup(list(board_lib.COLUMNS)[1:], value=board_lib.DEFAULT_COLUMNS[1:],
+                                           label="Columns (answer types: Full, Single, Multi, Subset)")
+            with gr.Row():
+                sort_by = gr.Dropdown(list(board_lib.COLUMNS), value="Full", label="Sort by")
+                descending = gr.Checkbox(value=True, label="Descending")
+            table = gr.Dataframe(interactive=False, pinned_columns=1, max_height=700, elem_id="board-table",
+                                 label="Leaderboard")
+            inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending]
+            for control in inputs:
+                control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
+            gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
+            timer.tick(refresh_families, families, families, api_name=False, show_progress="hidden")
+        with gr.Tab("Plots"):
+            scatter = gr.ScatterPlot(x="params_b", y="full", color="family", x_title="Parameters (B)",
+                                     y_title="Full exact match (%)", label="Accuracy vs size")
+            bars = gr.BarPlot(x="model", y="subset", color="origin", sort="-y", y_title="Subset exact match (%)",
+                              label="Subset accuracy (the practitioners' reference included)", x_label_angle=-60)
+            gr.on([demo.load, timer.tick], show_plots, None, [scatter, bars], api_name="plots", show_progress="hidden")
+        with gr.Tab("Item explorer"):
+            item_id = gr.Textbox(label="Item id", elem_id="item-id")
+            item_button = gr.Button("Show item")
+            item_text = gr.Markdown()
+            gr.Markdown("**Practitioners' answers**")
+            item_responses = gr.Dataframe(interactive=False)
+            gr.Markdown("**Models' outputs**")
+            item_outputs = gr.Dataframe(interactive=False, wrap=True)
+            gr.on([item_button.click, item_id.submit], show_item, item_id, [item_text, item_responses, item_outputs],
+                  api_name="item")
+        with gr.Tab("Submit"):
+            if settings.hosted:
+                gr.LoginButton()
+                hint = "Sign in with Hugging Face, then enter a model id and optionally a revision (branch, tag or sha)."
+            else:
+                hint = "Local mode: no sign-in; a Hub model id or a local model folder (safetensors) is accepted."
+            gr.Markdown(hint)
+            with gr.Row():
+                model_id = gr.Textbox(label="Model id", placeholder="owner/name", elem_id="submit-model")
+                revision = gr.Textbox(label="Revision (optional)", placeholder="main", elem_id="submit-revision")
+            submit_button = gr.Button("Submit for evaluation", variant="primary", elem_id="submit-button")
+            feedback = gr.Markdown(elem_id="submit-feedback")
+            job_id = gr.Textbox(label="Job id", elem_id="submit-job")
+            status = gr.Markdown(elem_id="submit-status")
+            submit_button.click(submit, [model_id, revision], [feedback, job_id], api_name="submit")
+            status_timer = gr.Timer(2)
+            gr.on([job_id.change, status_timer.tick], lambda j: _job_markdown(store, j), job_id, status,
+                  api_name="job", show_progress="hidden")
+        with gr.Tab("Queue"):
+            queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label="Evaluation requests")
+            gr.on([demo.load, timer.tick], show_queue, None, queue_table, api_name="queue", show_progress="hidden")
+        with gr.Tab("About"):
+            gr.Markdown(ABOUT.format(protocol=policy.protocol, human=board_lib.HUMAN_SUBSET, homepage=_HOMEPAGE,
+                                     citation=_CITATION))
+    return demo
+
+
+def start_worker(settings: Settings) -> subprocess.Popen:
+    """Local mode: one worker process next to the app, stopped with it."""
+    argv = [sys.executable, "-m", "tcmqa.cli", "worker", "--store", settings.store, "--data", settings.data,
+            *shlex.split(settings.worker_args)]
+    worker = subprocess.Popen(argv)
+    atexit.register(worker.terminate)
+    return worker
+
+
+def main(host: str = "127.0.0.1", port: int | None = None) -> None:
+    settings = Settings.from_env()
+    if settings.start_worker:
+        start_worker(settings)
+    build_app(settings).queue(default_concurrency_limit=8).launch(server_name=host, server_port=port)
+
+
+if __name__ == "__main__":
+    main()
