@@ -68,3 +68,22 @@ def gemma_dir() -> Path:
     from tcmqa.local_models import gemma_270m
 
     return gemma_270m()
+
+
+# Time per test stage (fast unit tests, real engines, real browser), printed at the end of the run.
+_STAGE_SECONDS: dict[str, float] = {}
+
+
+def _stage(keywords) -> str:
+    return next((m for m in ("engine", "browser") if m in keywords), "unit")
+
+
+def pytest_runtest_logreport(report):
+    stage = _stage(report.keywords)
+    _STAGE_SECONDS[stage] = _STAGE_SECONDS.get(stage, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _STAGE_SECONDS:
+        parts = ", ".join(f"{stage} {seconds:.0f}s" for stage, seconds in sorted(_STAGE_SECONDS.items()))
+        terminalreporter.write_line(f"test stages (setup+call+teardown): {parts}")
