@@ -25,7 +25,7 @@ from typing import Any
 
 from tcmqa.store import Job, Store, open_store
 
-DEFAULT_COMMAND = "{python} -m tcmqa.cli eval --model {model} --revision {revision} --data {data} --out {out}"
+DEFAULT_COMMAND = "{python} -m tcmqa.cli eval --model {model} --data {data} --out {out}"
 LOG_TAIL_CHARS = 4000
 
 
@@ -46,10 +46,19 @@ class WorkerConfig:
 
 
 def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
-    """The child's argv: the command template with this job's values, plus engine/limit flags."""
-    model = job.meta.get("path") or job.model  # a local folder (local mode) or a Hub id
-    values = {"python": sys.executable, "model": model, "revision": job.revision, "data": cfg.data, "out": str(out)}
+    """The child's argv: the command template with this job's values, then the job's flags.
+
+    A Hub model is pinned with ``--revision``; a local folder (local mode) has no commits, so its
+    fingerprint stays in the store and the folder path is passed as the model.
+    """
+    path = job.meta.get("path")
+    values = {"python": sys.executable, "model": path or job.model, "data": cfg.data, "out": str(out)}
     argv = [token.format(**values) for token in shlex.split(cfg.command)]
+    if not path:
+        argv += ["--revision", job.revision]
+    argv += ["--name", job.model]
+    if job.meta.get("family"):
+        argv += ["--family", job.meta["family"]]
     if cfg.engine:
         argv += ["--engine", cfg.engine]
     if cfg.limit:
@@ -145,7 +154,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=env("TCMQA_DATA", "TechTCM/TCMQA"), help="Hub id or built tree passed to the harness")
     parser.add_argument("--runs", type=Path, default=Path(env("TCMQA_RUNS", ".cache/space-runs")), help="where run folders and logs go")
     parser.add_argument("--command", default=env("TCMQA_WORKER_COMMAND", DEFAULT_COMMAND),
-                        help="harness command template; placeholders {python} {model} {revision} {data} {out}")
+                        help="harness command template; placeholders {python} {model} {data} {out}; "
+                             "--revision, --name, --family, --engine, --limit are appended")
     parser.add_argument("--engine", choices=["vllm", "transformers"], default=env("TCMQA_ENGINE"))
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N items (smoke runs)")
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds a harness run may take")

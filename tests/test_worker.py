@@ -25,7 +25,7 @@ import argparse, json, os, sys, time
 from pathlib import Path
 import pandas as pd
 p = argparse.ArgumentParser()
-for flag in ("--model", "--revision", "--data", "--out"):
+for flag in ("--model", "--revision", "--data", "--out", "--name", "--family"):
     p.add_argument(flag)
 a = p.parse_args()
 out = Path(a.out)
@@ -48,7 +48,7 @@ def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     script = tmp_path / "stand_in.py"
     script.write_text(STAND_IN)
     monkeypatch.setenv("STAND_IN_STARTS", str(tmp_path / "starts.txt"))
-    return f"{{python}} {script} --model {{model}} --revision {{revision}} --data {{data}} --out {{out}}"
+    return f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}"
 
 
 def _starts(tmp_path: Path) -> list[str]:
@@ -76,10 +76,14 @@ def _spawn_worker(store_dir: Path, tmp_path: Path, command: str, *extra: str) ->
 
 def test_harness_command_template(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s")
-    job = store.submit("org/m", SHA, "v1", "u", {"path": "/models/m"})
-    argv = harness_command(WorkerConfig(data="TechTCM/TCMQA", runs=tmp_path, engine="vllm", limit=5), job, tmp_path / "r")
-    assert argv[1:] == ["-m", "tcmqa.cli", "eval", "--model", "/models/m", "--revision", SHA, "--data", "TechTCM/TCMQA",
-                        "--out", str(tmp_path / "r"), "--engine", "vllm", "--limit", "5"]
+    cfg = WorkerConfig(data="TechTCM/TCMQA", runs=tmp_path, engine="vllm", limit=5)
+    hub = store.submit("org/m", SHA, "v1", "u", {"family": "qwen2"})
+    assert harness_command(cfg, hub, tmp_path / "r")[1:] == [
+        "-m", "tcmqa.cli", "eval", "--model", "org/m", "--data", "TechTCM/TCMQA", "--out", str(tmp_path / "r"),
+        "--revision", SHA, "--name", "org/m", "--family", "qwen2", "--engine", "vllm", "--limit", "5"]
+    local = store.submit("m", SHA, "v1", "u", {"path": "/models/m"})
+    assert harness_command(cfg, local, tmp_path / "r")[3:9] == ["eval", "--model", "/models/m", "--data", "TechTCM/TCMQA", "--out"]
+    assert "--revision" not in harness_command(cfg, local, tmp_path / "r")
 
 
 def test_finished_records_row_and_outputs(tmp_path: Path, stand_in: str) -> None:
