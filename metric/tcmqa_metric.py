@@ -93,7 +93,10 @@ def _nfkc(text: str) -> str:
 
 
 def _paper_mask(text: str) -> int:
-    return _MASK_OF[_LETTER_SET.intersection(_nfkc(text))]
+    # The hot path on raw text, so _nfkc is inlined.
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return _MASK_OF[_LETTER_SET.intersection(text)]
 
 
 def _strict_mask(text: str) -> int:
@@ -118,8 +121,11 @@ def _as_text(value, role: str) -> str:
     rule reads exactly as the union of its items."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (list, tuple, np.ndarray)) and all(isinstance(v, str) for v in value):
-        return ",".join(value)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        try:
+            return ",".join(value)
+        except TypeError:
+            pass  # an item that is not a string
     raise TypeError(
         f"unsupported {role} {value!r} of type {type(value).__name__}: "
         "expected a string or a list of letter strings"
@@ -130,6 +136,14 @@ def _texts(values, role: str):
     if values is None:
         return None
     return [v if type(v) is str else _as_text(v, role) for v in values]
+
+
+def _check_lengths(predictions, references) -> None:
+    if len(predictions) != len(references):
+        raise ValueError(
+            f"predictions and references differ in length: {len(predictions)} predictions, "
+            f"{len(references)} references"
+        )
 
 
 def _check_parser(parser: str) -> None:
@@ -241,11 +255,7 @@ def score(
     _check_parser(parser)
     if not 0.0 <= empty_precision <= 1.0:
         raise ValueError(f"empty_precision must lie in [0, 1], got {empty_precision!r}")
-    if len(predictions) != len(references):
-        raise ValueError(
-            f"predictions and references differ in length: {len(predictions)} predictions, "
-            f"{len(references)} references"
-        )
+    _check_lengths(predictions, references)
     pred = _encode(predictions, _PARSERS[parser], "prediction")
     ref = _encode(references, _reference_mask, "reference")
     if answer_types is None:
@@ -304,9 +314,14 @@ class TcmqaMetric(evaluate.Metric):
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (lists of letters are stored as comma-joined text)."""
-        super().add_batch(
-            predictions=_texts(predictions, "prediction"), references=_texts(references, "reference"), **kwargs
-        )
+        batch = {"predictions": _texts(predictions, "prediction"), "references": _texts(references, "reference")}
+        if kwargs or predictions is None or references is None:
+            return super().add_batch(**batch, **kwargs)  # evaluate's own checks and messages
+        _check_lengths(batch["predictions"], batch["references"])
+        # Open the writer through evaluate, then write the texts as they are: they are strings already, and
+        # datasets' per-item encoding of them would take longer than the scoring itself (~5 us an item).
+        super().add_batch(predictions=[], references=[])
+        self.writer.write_batch(batch)
 
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one prediction and reference (a list of letters is stored as comma-joined text)."""
