@@ -1,0 +1,147 @@
+"""Submission checks, one refusal each, on a real SQLite store and a thin fake of the Hub's model API."""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "space"))
+sys.path.insert(0, str(Path(__file__).parent))
+from test_store_fakehub import FakeHub  # noqa: E402
+from validation import Policy, Rejected, enqueue, submitter, validate  # noqa: E402
+
+from tcmqa.store import SQLiteStore  # noqa: E402
+
+SHA = "c" * 40
+LOCAL = Policy(hosted=False, protocol="v1", max_params_b=8, remote_code_allowlist=frozenset({"trusted/*"}))
+HOSTED = Policy(hosted=True, protocol="v1", max_params_b=8, rate_limit=2)
+
+
+def hub_models() -> FakeHub:
+    """One model per refusal, named for it; 'org/good' passes every check."""
+    hub = FakeHub()
+    hub.add_model("org/good", sha=SHA, revisions=("main", "v1.0"))
+    hub.add_model("org/gated", gated="manual", access=False)
+    hub.add_model("org/gated-ok", sha="d" * 40, gated="auto", access=True)
+    hub.add_model("org/pickle", files=("config.json", "pytorch_model.bin", "tokenizer_config.json"))
+    hub.add_model("org/noweights", files=("config.json", "tokenizer_config.json"))
+    hub.add_model("org/custom", config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}})
+    hub.add_model("trusted/custom", sha="e" * 40, config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}})
+    hub.add_model("org/huge", params=70_000_000_000)
+    hub.add_model("org/nometa", params=None)
+    hub.add_model("org/notemplate", tokenizer_config={"eos_token": "</s>"})
+    hub.add_model("org/jinja", sha="f" * 40, files=("config.json", "model.safetensors", "chat_template.jinja"))
+    hub.add_model("org/bert", config={"architectures": ["BertForMaskedLM"], "model_type": "bert"})
+    hub.add_model("org/badsha", sha="main")
+    return hub
+
+
+# (model id, revision, what the refusal says) — shared with the gradio_client test in test_space.py
+REFUSALS = [
+    ("", "", "Enter a model id"),
+    ("not-an-id", "", "is not a model id: use the form owner/name"),
+    ("org/bad name!", "", "is not a valid model id"),
+    ("org/missing", "", "was not found on the Hub"),
+    ("org/good", "no-such-branch", "Revision 'no-such-branch' does not exist"),
+    ("org/badsha", "", "did not resolve to a commit sha"),
+    ("org/gated", "", "is gated and this leaderboard has not been granted access"),
+    ("org/pickle", "", "has only pickle weights"),
+    ("org/noweights", "", "has no weight files"),
+    ("org/custom", "", "needs custom code (auto_map"),
+    ("org/huge", "", "has 70B parameters; this Space's GPU takes at most 8B"),
+    ("org/nometa", "", "parameter count is not available"),
+    ("org/notemplate", "", "has no chat template"),
+    ("org/bert", "", "architecture BertForMaskedLM is not supported"),
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SQLiteStore:
+    return SQLiteStore(tmp_path / "store")
+
+
+@pytest.mark.parametrize(("model", "revision", "message"), REFUSALS, ids=[r[2][:30] for r in REFUSALS])
+def test_each_refusal_has_its_message(store: SQLiteStore, model: str, revision: str, message: str) -> None:
+    with pytest.raises(Rejected) as err:
+        validate(model, revision, user="local", api=hub_models(), store=store, policy=LOCAL)
+    assert message in str(err.value)
+    assert store.jobs() == []
+
+
+@pytest.mark.parametrize(("model", "revision", "sha"), [
+    ("org/good", "", SHA), ("org/good", "v1.0", SHA), ("org/good", SHA, SHA), ("org/gated-ok", "", "d" * 40),
+    ("trusted/custom", "", "e" * 40), ("org/jinja", "", "f" * 40),
+])
+def test_accepted_pinned_to_sha(store: SQLiteStore, model: str, revision: str, sha: str) -> None:
+    accepted = validate(model, revision, user="local", api=hub_models(), store=store, policy=LOCAL)
+    assert (accepted.model, accepted.revision, accepted.params_b) == (model, sha, 0.27)
+
+
+def test_duplicate_points_to_job_and_failed_is_resubmittable(store: SQLiteStore) -> None:
+    api = hub_models()
+    job = enqueue(validate("org/good", "", user="local", api=api, store=store, policy=LOCAL), user="local", store=store, policy=LOCAL)
+    with pytest.raises(Rejected, match=f"already PENDING as job {job.id}"):
+        validate("org/good", "main", user="local", api=api, store=store, policy=LOCAL)
+    store.fail(store.claim("w"), "boom")
+    again = enqueue(validate("org/good", "", user="local", api=api, store=store, policy=LOCAL), user="local", store=store, policy=LOCAL)
+    assert again.id != job.id
+
+
+def test_hosted_needs_sign_in_and_refuses_folders(store: SQLiteStore, tmp_path: Path) -> None:
+    with pytest.raises(Rejected, match="Sign in with Hugging Face"):
+        submitter(None, HOSTED)
+    assert submitter(SimpleNamespace(username="alice"), HOSTED) == "alice"
+    assert submitter(None, LOCAL) == "local"
+    with pytest.raises(Rejected, match="Local folders are accepted only when the Space runs locally"):
+        validate(str(tmp_path), "", user="alice", api=hub_models(), store=store, policy=HOSTED)
+
+
+def test_rate_limit_per_user(store: SQLiteStore) -> None:
+    api = hub_models()
+    for i in range(2):
+        store.submit(f"org/m{i}", SHA, "v1", "alice")
+    with pytest.raises(Rejected, match="Rate limit: 2 submissions per 24 h"):
+        validate("org/good", "", user="alice", api=api, store=store, policy=HOSTED)
+    assert validate("org/good", "", user="bob", api=api, store=store, policy=HOSTED).revision == SHA
+    old = Policy(hosted=True, protocol="v1", rate_limit=2, rate_window_s=0.001)
+    time.sleep(0.01)
+    assert validate("org/good", "", user="alice", api=api, store=store, policy=old).revision == SHA
+
+
+def write_folder(path: Path, *, shape: tuple[int, ...] = (1000, 270), template: bool = True,
+                 architectures: tuple[str, ...] = ("Gemma3ForCausalLM",), weights: str = "model.safetensors") -> Path:
+    """A model folder with a real safetensors header (the weights themselves are never read)."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps({"architectures": list(architectures), "model_type": "gemma3_text"}))
+    (path / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}"} if template else {}))
+    header = json.dumps({"w": {"dtype": "BF16", "shape": list(shape), "data_offsets": [0, 0]}, "__metadata__": {}}).encode()
+    (path / weights).write_bytes(struct.pack("<Q", len(header)) + header)
+    return path
+
+
+def test_local_folder_counts_params_and_fingerprints(store: SQLiteStore, tmp_path: Path) -> None:
+    folder = write_folder(tmp_path / "my-model", shape=(1000, 270_000))
+    accepted = validate(str(folder), "", user="local", api=FakeHub(), store=store, policy=LOCAL)
+    assert (accepted.model, accepted.params_b, accepted.path) == ("my-model", 0.27, str(folder.resolve()))
+    assert len(accepted.revision) == 40 and accepted.meta()["path"] == str(folder.resolve())
+    assert validate(str(folder), "", user="local", api=FakeHub(), store=store, policy=LOCAL).revision == accepted.revision
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"template": False}, "has no chat template"),
+    ({"architectures": ("T5ForConditionalGeneration",)}, "not supported"),
+    ({"weights": "pytorch_model.bin"}, "only pickle weights"),
+    ({"shape": (9_000_000, 1000)}, "9B parameters"),
+])
+def test_local_folder_refusals(store: SQLiteStore, tmp_path: Path, kwargs: dict, message: str) -> None:
+    folder = write_folder(tmp_path / "m", **kwargs)
+    with pytest.raises(Rejected, match=message):
+        validate(str(folder), "", user="local", api=FakeHub(), store=store, policy=LOCAL)
+    with pytest.raises(Rejected, match="no config.json"):
+        validate(str(tmp_path), "", user="local", api=FakeHub(), store=store, policy=LOCAL)
