@@ -1,0 +1,167 @@
+"""The Space launched for real on 127.0.0.1 and driven with gradio_client: refusals, sign-in, board,
+item explorer, queue, and 50 concurrent submissions. Only the Hub is faked (test_store_fakehub.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SPACE = Path(__file__).resolve().parents[1] / "space"
+sys.path.insert(0, str(SPACE))
+sys.path.insert(0, str(Path(__file__).parent))
+import app as space_app  # noqa: E402
+from gradio_client import Client  # noqa: E402
+from settings import Settings  # noqa: E402
+from test_store_fakehub import FakeHub  # noqa: E402
+from test_validation import REFUSALS, SHA, hub_models  # noqa: E402
+
+from tcmqa.store import SQLiteStore  # noqa: E402
+
+ALL_ORIGINS = ["reported", "evaluated", "reference"]
+BOARD_COLUMNS = ["Origin", "Family", "Params (B)", "Full", "Subset"]
+
+
+def local_settings(store_dir: Path, data: Path | str, **changes: Any) -> Settings:
+    base = Settings(hosted=False, store=str(store_dir), data=str(data), start_worker=False, worker_args="",
+                    max_params_b=8, remote_code_allowlist=frozenset(), rate_limit=5, rate_window_h=24, refresh_s=1)
+    return dataclasses.replace(base, **changes)
+
+
+def launch(settings: Settings, store: SQLiteStore, api: Any) -> tuple[Any, str]:
+    """Build and launch the app on a free loopback port, without blocking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo = space_app.build_app(settings, store, api)
+    demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    return demo, f"http://127.0.0.1:{port}/"
+
+
+def board(client: Client, search: str = "", families: list[str] | None = None, size_min: float | None = None,
+          size_max: float | None = None) -> list[dict]:
+    table = client.predict(search, families or [], size_min, size_max, ALL_ORIGINS, BOARD_COLUMNS, "Full", True,
+                           api_name="/board")
+    return [dict(zip(table["headers"], row)) for row in table["data"]]
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory: pytest.TempPathFactory, demo_tree: Path):
+    store = SQLiteStore(tmp_path_factory.mktemp("space-store"))
+    hub = hub_models()
+    for i in range(50):
+        hub.add_model(f"org/m{i}", sha=f"{i:040x}")
+    hub.add_model("org/same", sha="5" * 40)
+    demo, url = launch(local_settings(store.root, demo_tree), store, hub)
+    yield SimpleSpace(store, Client(url, verbose=False), url)
+    demo.close()
+
+
+@dataclasses.dataclass
+class SimpleSpace:
+    store: SQLiteStore
+    client: Client
+    url: str
+
+
+def test_every_refusal_returns_its_message(space: SimpleSpace) -> None:
+    before = len(space.store.jobs())
+    for model, revision, message in REFUSALS:
+        feedback, job_id = space.client.predict(model, revision, api_name="/submit")
+        assert message in feedback and feedback.startswith("❌"), (model, feedback)
+        assert job_id == ""
+    assert len(space.store.jobs()) == before
+
+
+def test_submission_is_queued_then_duplicate_points_to_it(space: SimpleSpace) -> None:
+    feedback, job_id = space.client.predict("org/good", "v1.0", api_name="/submit")
+    assert feedback.startswith("✅") and job_id in feedback
+    assert space.client.predict(job_id, api_name="/job").startswith("**PENDING**")
+    again, _ = space.client.predict("org/good", SHA, api_name="/submit")
+    assert f"already PENDING as job {job_id}" in again
+    queue = space.client.predict(api_name="/queue")
+    assert [row[3] for row in queue["data"] if row[0] == job_id] == ["PENDING"]
+    space.store.fail(space.store.claim("w"), "the harness exited with code 1", "CUDA OOM")
+    status = space.client.predict(job_id, api_name="/job")
+    assert "**FAILED**" in status and "exited with code 1" in status and "CUDA OOM" in status
+    resubmitted, new_id = space.client.predict("org/good", "", api_name="/submit")
+    assert resubmitted.startswith("✅") and new_id != job_id
+
+
+def test_board_seeded_filters_and_picks_up_results(space: SimpleSpace) -> None:
+    rows = board(space.client)
+    assert len(rows) == 30 and rows[0]["Model"] == "Qwen2.5-14B-Inst." and rows[0]["Full"] == 77.98
+    human = [r for r in rows if r["Origin"] == "reference"]
+    assert len(human) == 1 and human[0]["Subset"] == 64.94
+    assert {r["Model"] for r in board(space.client, search="qwen2.5")} == {
+        "Qwen2.5-0.5B-Inst.", "Qwen2.5-1.5B-Inst.", "Qwen2.5-3B-Inst.", "Qwen2.5-7B-Inst.", "Qwen2.5-14B-Inst."}
+    gemma = board(space.client, families=["Gemma3"], size_max=2)
+    assert {r["Model"] for r in gemma} == {"Gemma-3-270M-It", "Gemma-3-1B-It", "Licensed practitioners (majority vote)"}
+
+    space.store.submit("org/new", SHA, "v1", "local")
+    job = space.store.claim("w")
+    assert space.store.finish(job, {"model": "org/new", "family": "Qwen2", "params_b": 0.5, "full": 99.0,
+                                    "origin": "evaluated", "revision": SHA}, [])
+    top = board(space.client)[0]  # no restart: the next refresh reads the store
+    assert (top["Model"], top["Origin"], top["Full"]) == ("org/new", "evaluated", 99.0)
+
+
+def test_item_explorer(space: SimpleSpace, demo_items: list[dict]) -> None:
+    text, responses, outputs = space.client.predict(str(demo_items[0]["question_id"]), api_name="/item")
+    assert demo_items[0]["question"] in text and "**Answer:** A" in text and "曲直" in text
+    assert len(responses["data"]) == 3 and "practitioner_id" in responses["headers"]
+    missing, _, _ = space.client.predict("no-such-item", api_name="/item")
+    assert "No item with id" in missing
+
+
+def test_50_concurrent_submissions(space: SimpleSpace) -> None:
+    def submit(model: str) -> str:
+        return space.client.predict(model, "", api_name="/submit")[0]
+
+    with ThreadPoolExecutor(50) as pool:
+        different = list(pool.map(submit, [f"org/m{i}" for i in range(50)]))
+    assert all(f.startswith("✅") for f in different), [f for f in different if not f.startswith("✅")][:3]
+    jobs = space.store.jobs()
+    assert sorted(j.model for j in jobs if j.model.startswith("org/m")) == sorted(f"org/m{i}" for i in range(50))
+
+    with ThreadPoolExecutor(50) as pool:
+        same = list(pool.map(submit, ["org/same"] * 50))
+    assert sum(f.startswith("✅") for f in same) == 1
+    assert all("already PENDING" in f for f in same if not f.startswith("✅"))
+    assert sum(j.model == "org/same" for j in space.store.jobs()) == 1
+
+
+def test_hosted_mode_refuses_calls_without_a_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Space (SYSTEM=spaces, SPACE_ID) with OAuth: gradio_client calls arrive with profile=None."""
+    import gradio.oauth
+
+    monkeypatch.setenv("SYSTEM", "spaces")
+    monkeypatch.setenv("SPACE_ID", "TechTCM/leaderboard")
+    for key, value in {"OAUTH_CLIENT_ID": "id", "OAUTH_CLIENT_SECRET": "secret",
+                       "OPENID_PROVIDER_URL": "https://huggingface.co", "OAUTH_SCOPES": "openid profile"}.items():
+        monkeypatch.setattr(gradio.oauth, key, value)  # what a Space with hf_oauth: true provides
+    store = SQLiteStore(tmp_path / "store")
+    demo, url = launch(local_settings(store.root, "unused", hosted=True), store, hub_models())
+    try:
+        feedback, job_id = Client(url, verbose=False).predict("org/good", "", api_name="/submit")
+    finally:
+        demo.close()
+    assert feedback == "❌ Sign in with Hugging Face first: the leaderboard only accepts signed-in submissions."
+    assert job_id == "" and store.jobs() == []
+
+
+def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    local = Settings.from_env()
+    assert (local.hosted, local.store, local.start_worker) == (False, ".cache/space", True)
+    monkeypatch.setenv("SPACE_ID", "TechTCM/leaderboard")
+    monkeypatch.setenv("TCMQA_REMOTE_CODE_ALLOWLIST", "a/b,c/*")
+    hosted = Settings.from_env()
+    assert hosted.store.startswith("hub:") and not hosted.start_worker
+    assert hosted.policy().remote_code_allowlist == frozenset({"a/b", "c/*"}) and hosted.policy().protocol == "v1"
+    assert FakeHub  # the fake Hub is the only stand-in
