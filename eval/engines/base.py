@@ -1,0 +1,225 @@
+"""What every engine shares: model resolution, tokenizer facts, and turning raw generations into
+``Completion``s, so that the vLLM and transformers engines produce identical rows by construction.
+
+Letter log-probs are read by token id. Each letter A-E may have several single-token spellings in
+a vocabulary: the bare letter, the letter after a space (``" A"``, ``"▁A"``, ``"ĠA"``) and the
+full-width letter (``"Ａ"``), alone or after a space. A letter's log-prob is the log of the summed
+probability of all its spellings (log-sum-exp), i.e. the probability that the first generated
+token names that letter in any form. A tokenizer with no single-token spelling of some letter
+cannot be scored this way and is rejected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tcmqa_metric import LETTERS
+
+from tcmqa import prompts
+
+DTYPES = ("bfloat16", "float32", "auto")
+_FULL_WIDTH = {letter: chr(ord(letter) + 0xFEE0) for letter in LETTERS}  # A -> Ａ
+_SPACE_MARKS = ("", "▁", "Ġ", " ")  # sentencepiece and byte-level BPE spellings of a leading space
+_MODEL_FILES = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
+
+
+@dataclass(frozen=True)
+class LetterTokens:
+    """Token ids of every single-token spelling of each letter."""
+
+    ids: dict[str, tuple[int, ...]]
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any) -> LetterTokens:
+        vocab = tokenizer.get_vocab()
+        ids: dict[str, tuple[int, ...]] = {}
+        for letter in LETTERS:
+            forms = (letter, _FULL_WIDTH[letter])
+            found: set[int] = set()
+            for form in forms:
+                found.update(vocab[mark + form] for mark in _SPACE_MARKS if mark + form in vocab)
+                for text in (form, " " + form):
+                    encoded = tokenizer.encode(text, add_special_tokens=False)
+                    if len(encoded) == 1:
+                        found.add(encoded[0])
+            found = {i for i in found if tokenizer.decode([i]).strip() in forms}
+            if not found:
+                raise ValueError(
+                    f"{getattr(tokenizer, 'name_or_path', 'this tokenizer')} has no single token for the letter "
+                    f"{letter!r}; first-token letter log-probs cannot be read. This model cannot be scored under "
+                    f"protocol {prompts.PROTOCOL}."
+                )
+            ids[letter] = tuple(sorted(found))
+        every = [i for letter_ids in ids.values() for i in letter_ids]
+        if len(every) != len(set(every)):
+            raise ValueError(f"a token id spells more than one letter: {ids}")
+        return cls(ids)
+
+    @property
+    def all_ids(self) -> list[int]:
+        """Every letter token id, in a fixed order (what an engine is asked to score)."""
+        return [i for letter in LETTERS for i in self.ids[letter]]
+
+    def combine(self, logprob_by_id: dict[int, float]) -> dict[str, float]:
+        """Per-letter log-prob: log-sum-exp over the letter's spellings."""
+        out = {}
+        for letter in LETTERS:
+            values = [logprob_by_id[i] for i in self.ids[letter]]
+            top = max(values)
+            out[letter] = top if top == -math.inf else top + math.log(sum(math.exp(v - top) for v in values))
+        return out
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One item's conversation, its rendered text and its token ids (no BOS added on top)."""
+
+    messages: list[dict[str, str]]
+    text: str
+    token_ids: list[int]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the protocol keeps of one generation."""
+
+    text: str
+    finish_reason: str  # "stop" | "length"
+    n_prompt_tokens: int
+    letter_logprobs: dict[str, float]
+
+
+class Engine(ABC):
+    """A model behind one engine. Subclasses load the model and implement ``_generate``."""
+
+    name: str
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        revision: str | None = None,
+        dtype: str = "bfloat16",
+        chat_template: str | None = None,
+        **options: Any,
+    ) -> None:
+        from transformers import AutoTokenizer
+
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        self.model_id = model
+        self.path, self.revision = resolve_model(model, revision)
+        self.dtype = resolve_dtype(self.path, dtype)
+        self.chat_template = chat_template
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+        self.letters = LetterTokens.from_tokenizer(self.tokenizer)
+        self.stop_ids = stop_token_ids(self.path, self.tokenizer)
+        self.options = options
+        self._load()
+
+    @property
+    @abstractmethod
+    def version(self) -> str:
+        """The engine library's version."""
+
+    @abstractmethod
+    def _load(self) -> None:
+        """Load the model from ``self.path`` in ``self.dtype``."""
+
+    @abstractmethod
+    def _generate(self, prompts: Sequence[Prompt]) -> list[tuple[list[int], str, dict[int, float]]]:
+        """Per prompt: generated token ids, finish reason, first-token log-prob of each letter id."""
+
+    def render(self, conversations: Sequence[list[dict[str, str]]]) -> list[Prompt]:
+        """Apply the chat template and tokenize, as the protocol prescribes."""
+        out = []
+        for messages in conversations:
+            text = prompts.render_prompt(self.tokenizer, messages, self.chat_template)
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            out.append(Prompt(messages, text, ids))
+        return out
+
+    def generate(self, batch: Sequence[Prompt]) -> list[Completion]:
+        """Run the protocol's single greedy pass over ``batch``, in order."""
+        completions = []
+        for prompt, (token_ids, finish_reason, first) in zip(batch, self._generate(batch), strict=True):
+            text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
+            completions.append(Completion(text, finish_reason, len(prompt.token_ids), self.letters.combine(first)))
+        return completions
+
+    def describe(self) -> dict[str, str]:
+        """Engine facts recorded with every run."""
+        return {"engine": self.name, "engine_version": self.version, "dtype": self.dtype, "revision": self.revision}
+
+    def close(self) -> None:
+        """Release the model (engines with worker processes override this)."""
+
+
+def resolve_model(model: str, revision: str | None = None) -> tuple[Path, str]:
+    """A local folder (revision: hash of its files) or a Hub id (revision: the snapshot's commit sha)."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        if revision is not None:
+            raise ValueError(f"--revision applies to Hub models; {model} is a local folder")
+        return path.resolve(), "local-" + folder_hash(path)
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot = Path(snapshot_download(model, revision=revision, allow_patterns=_MODEL_FILES))
+    except Exception as err:  # noqa: BLE001 - any Hub failure gets the same advice
+        raise RuntimeError(
+            f"could not get {model}@{revision or 'main'} from the Hub ({err}). Check the id, your token for gated "
+            "models, or pass a local folder."
+        ) from err
+    return snapshot, snapshot.name  # snapshot folders are named by commit sha
+
+
+def folder_hash(path: Path) -> str:
+    """SHA-256 over the names and contents of a model folder's files (first 16 hex digits)."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(path)).encode())
+        with file.open("rb") as handle:
+            while block := handle.read(1 << 22):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def resolve_dtype(path: Path, dtype: str) -> str:
+    """``auto`` becomes the dtype the checkpoint declares (float32 when it declares none)."""
+    if dtype != "auto":
+        return dtype
+    config = json.loads((path / "config.json").read_text())
+    declared = config.get("dtype") or config.get("torch_dtype") or config.get("text_config", {}).get("dtype")
+    return str(declared or "float32").removeprefix("torch.")
+
+
+def stop_token_ids(path: Path, tokenizer: Any) -> list[int]:
+    """The tokenizer's EOS plus the model's generation-config EOS ids (e.g. Gemma's ``<end_of_turn>``)."""
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    config_file = path / "generation_config.json"
+    if config_file.exists():
+        eos = json.loads(config_file.read_text()).get("eos_token_id")
+        ids.update(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    if not ids:
+        raise ValueError(f"{path} declares no end-of-sequence token; generation could not stop")
+    return sorted(ids)
+
+
+def count_parameters(path: Path) -> float:
+    """Parameters in billions, from the safetensors headers (no weights are loaded)."""
+    from safetensors import safe_open
+
+    total = 0
+    for file in path.glob("*.safetensors"):
+        with safe_open(str(file), framework="numpy") as handle:
+            for key in handle.keys():
+                total += math.prod(handle.get_slice(key).get_shape())
+    return total / 1e9

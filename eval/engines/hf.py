@@ -1,0 +1,71 @@
+"""transformers engine: batched, left-padded greedy generation (portable: laptops, CI, any device)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tcmqa import prompts
+from tcmqa.engines.base import Engine, Prompt
+
+
+class TransformersEngine(Engine):
+    """Options: ``batch_size`` (default 32), ``device`` (default: CUDA if available, else CPU)."""
+
+    name = "transformers"
+
+    @property
+    def version(self) -> str:
+        import transformers
+
+        return transformers.__version__
+
+    def _load(self) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, GenerationConfig
+
+        self.batch_size = int(self.options.get("batch_size", 32))
+        self.device = self.options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, self.dtype))
+        self.model.to(self.device).eval()
+        pad_id = self.tokenizer.pad_token_id
+        self.pad_id = pad_id if pad_id is not None else self.stop_ids[0]
+        # Replace the checkpoint's generation defaults: generate() fills every unset field from them.
+        self.model.generation_config = GenerationConfig(
+            do_sample=False,
+            num_beams=1,
+            max_new_tokens=prompts.MAX_NEW_TOKENS,
+            repetition_penalty=1.0,
+            eos_token_id=self.stop_ids,
+            pad_token_id=self.pad_id,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
+
+    def _generate(self, batch: Sequence[Prompt]) -> list[tuple[list[int], str, dict[int, float]]]:
+        import torch
+
+        # Similar lengths share a batch, so little compute goes to padding.
+        order = sorted(range(len(batch)), key=lambda i: len(batch[i].token_ids), reverse=True)
+        results: dict[int, tuple[list[int], str, dict[int, float]]] = {}
+        letter_ids = torch.tensor(self.letters.all_ids)
+        stops = set(self.stop_ids)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            width = max(len(batch[i].token_ids) for i in rows)
+            input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for r, i in enumerate(rows):  # left padding: the generated tokens line up on the right
+                ids = batch[i].token_ids
+                input_ids[r, width - len(ids) :] = torch.tensor(ids)
+                mask[r, width - len(ids) :] = 1
+            with torch.inference_mode():
+                out = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device))
+            first = torch.log_softmax(out.logits[0].float(), dim=-1)[:, letter_ids].cpu()
+            generated = out.sequences[:, width:].cpu().tolist()
+            for r, i in enumerate(rows):
+                tokens = generated[r]
+                end = next((k for k, t in enumerate(tokens) if t in stops), None)
+                finish = "length" if end is None else "stop"
+                tokens = tokens if end is None else tokens[: end + 1]
+                results[i] = (tokens, finish, dict(zip(self.letters.all_ids, first[r].tolist())))
+        return [results[i] for i in range(len(batch))]
