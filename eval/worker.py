@@ -66,8 +66,8 @@ def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
     return argv
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGKILL when the worker dies, so a killed worker leaves no orphan harness."""
+def die_with_parent() -> None:
+    """In a child (``preexec_fn``): get SIGKILL when its parent dies, so a killed parent leaves no orphan."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
@@ -103,7 +103,7 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
         out.write(f"$ {shlex.join(argv)}\n".encode())
         out.flush()
         child = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True, preexec_fn=_die_with_parent)
+                                 start_new_session=True, preexec_fn=die_with_parent)
     started = last_beat = time.monotonic()
     while child.poll() is None:
         time.sleep(min(1.0, cfg.heartbeat_s))

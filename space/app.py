@@ -23,6 +23,7 @@ import board as board_lib
 from explorer import Explorer
 from settings import Settings
 from tcmqa.store import FAILED, Store, open_store
+from tcmqa.worker import die_with_parent
 from tcmqa_loading.tcmqa import _CITATION, _HOMEPAGE
 from validation import Rejected, enqueue, submitter, validate
 
@@ -131,8 +132,8 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             with gr.Row():
                 search = gr.Textbox(label="Search models", placeholder="e.g. qwen2.5", elem_id="board-search")
                 families = gr.Dropdown(board.families(), multiselect=True, label="Family", elem_id="board-family")
-                size_min = gr.Number(label="Min params (B)", value=None, elem_id="board-size-min")
-                size_max = gr.Number(label="Max params (B)", value=None, elem_id="board-size-max")
+                size_min = gr.Number(label="Min params (B)", value=0, minimum=0, elem_id="board-size-min")
+                size_max = gr.Number(label="Max params (B)", value=1000, minimum=0, elem_id="board-size-max")
             with gr.Row():
                 origins = gr.CheckboxGroup(board_lib.ORIGINS, value=board_lib.ORIGINS, label="Rows")
                 columns = gr.CheckboxGroup(list(board_lib.COLUMNS)[1:], value=board_lib.DEFAULT_COLUMNS[1:],
@@ -140,7 +141,7 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             with gr.Row():
                 sort_by = gr.Dropdown(list(board_lib.COLUMNS), value="Full", label="Sort by")
                 descending = gr.Checkbox(value=True, label="Descending")
-            table = gr.Dataframe(interactive=False, pinned_columns=1, max_height=700, elem_id="board-table",
+            table = gr.Dataframe(board_lib.select(board.frame()), interactive=False, pinned_columns=1, max_height=700, elem_id="board-table",
                                  label="Leaderboard")
             inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending]
             for control in inputs:
@@ -194,16 +195,17 @@ def start_worker(settings: Settings) -> subprocess.Popen:
     """Local mode: one worker process next to the app, stopped with it."""
     argv = [sys.executable, "-m", "tcmqa.cli", "worker", "--store", settings.store, "--data", settings.data,
             *shlex.split(settings.worker_args)]
-    worker = subprocess.Popen(argv)
+    worker = subprocess.Popen(argv, preexec_fn=die_with_parent)
     atexit.register(worker.terminate)
     return worker
 
 
-def main(host: str = "127.0.0.1", port: int | None = None) -> None:
+def main() -> None:
+    """Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (a Space sets them)."""
     settings = Settings.from_env()
     if settings.start_worker:
         start_worker(settings)
-    build_app(settings).queue(default_concurrency_limit=8).launch(server_name=host, server_port=port)
+    build_app(settings).queue(default_concurrency_limit=8).launch()
 
 
 if __name__ == "__main__":

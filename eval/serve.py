@@ -1,0 +1,38 @@
+"""``tcmqa serve``: run the leaderboard Space locally, offline, on the embedded SQLite store.
+
+The Space's code lives in ``space/`` of a source checkout (it deploys to the Space repo on its own);
+this command sets its environment and runs ``space/app.py``, which also starts one worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+from pathlib import Path
+
+DEFAULT_APP = Path(__file__).resolve().parents[1] / "space" / "app.py"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--app", type=Path, default=DEFAULT_APP, help="the Space's app.py (default: ./space/app.py)")
+    parser.add_argument("--store", default=".cache/space", help="SQLite store directory")
+    parser.add_argument("--data", default="TechTCM/TCMQA", help="Hub id or a tree built by `tcmqa build`")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=7860)
+    parser.add_argument("--no-worker", action="store_true", help="do not start a worker next to the app")
+    parser.add_argument("--worker-args", default="", help="extra `tcmqa worker` flags, e.g. '--engine transformers --limit 50'")
+
+
+def main(args: argparse.Namespace) -> int:
+    if not args.app.is_file():
+        print(f"no Space app at {args.app}: run from a source checkout or pass --app", file=sys.stderr)
+        return 2
+    os.environ.pop("SPACE_ID", None)  # local mode
+    os.environ.update(TCMQA_STORE=args.store, TCMQA_DATA=args.data, TCMQA_WORKER_ARGS=args.worker_args,
+                      TCMQA_START_WORKER="0" if args.no_worker else "1",
+                      GRADIO_SERVER_NAME=args.host, GRADIO_SERVER_PORT=str(args.port))
+    sys.path.insert(0, str(args.app.parent))
+    runpy.run_path(str(args.app), run_name="__main__")
+    return 0
