@@ -1,0 +1,87 @@
+"""A real browser (Debian's chromium through Playwright) on the launched Space: the page loads, the
+board filters, and a submission's status changes PENDING -> RUNNING -> FINISHED as a real worker
+process (with the stand-in harness) runs it. Screenshots go to artifacts/screenshots/."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_space import launch, local_settings  # noqa: E402
+from test_validation import hub_models  # noqa: E402
+from test_worker import STAND_IN  # noqa: E402
+
+from tcmqa.store import SQLiteStore  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install -y chromium"),
+]
+
+
+def test_board_filters_and_submission_status(tmp_path: Path, demo_tree: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    store = SQLiteStore(tmp_path / "store")
+    demo, url = launch(local_settings(store.root, demo_tree), store, hub_models())
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tcmqa.cli", "worker", "--store", str(store.root), "--data", str(demo_tree),
+         "--runs", str(tmp_path / "runs"), "--heartbeat", "0.5", "--poll", "0.5",
+         "--command", f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}"],
+        env={**os.environ, "STAND_IN_STARTS": str(tmp_path / "starts.txt"), "STAND_IN_STEPS": "10", "STAND_IN_SLEEP": "0.6"})
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            table = page.locator("#board-table")
+            expect(table.get_by_text("Qwen2.5-14B-Inst.")).to_be_visible(timeout=30_000)
+            expect(table.get_by_text("Licensed practitioners (majority vote)")).to_be_attached()  # below the fold
+            page.screenshot(path=SHOTS / "01-board.png", full_page=True)
+
+            page.locator("#board-search textarea").fill("gemma-3")
+            expect(table.get_by_text("Qwen2.5-14B-Inst.")).to_have_count(0, timeout=15_000)
+            expect(table.get_by_text("Gemma-3-12B-It")).to_be_visible()
+            page.screenshot(path=SHOTS / "02-board-filtered.png", full_page=True)
+
+            page.get_by_role("tab", name="Submit").click()
+            page.locator("#submit-model textarea").fill("org/good")
+            page.locator("#submit-button").click()
+            feedback = page.locator("#submit-feedback")
+            expect(feedback).to_contain_text("Queued org/good", timeout=15_000)
+            status = page.locator("#submit-status")
+            expect(status).to_contain_text(re.compile("PENDING|RUNNING"), timeout=15_000)
+            page.screenshot(path=SHOTS / "03-submitted.png", full_page=True)
+            expect(status).to_contain_text("RUNNING", timeout=30_000)
+            expect(status).to_contain_text("items", timeout=30_000)
+            page.screenshot(path=SHOTS / "04-running.png", full_page=True)
+            expect(status).to_contain_text("FINISHED", timeout=60_000)
+            page.screenshot(path=SHOTS / "05-finished.png", full_page=True)
+
+            page.get_by_role("tab", name="Board").click()
+            page.locator("#board-search textarea").fill("org/good")
+            expect(table.get_by_test_id("cell-0-0")).to_contain_text("org/good", timeout=30_000)
+            expect(table.get_by_test_id("cell-0-1")).to_contain_text("evaluated")
+            page.screenshot(path=SHOTS / "06-board-new-row.png", full_page=True)
+
+            page.get_by_role("tab", name="Plots").click()
+            page.wait_for_timeout(3000)
+            page.screenshot(path=SHOTS / "07-plots.png", full_page=True)
+            browser.close()
+    finally:
+        worker.kill()
+        worker.wait()
+        demo.close()
