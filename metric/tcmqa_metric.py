@@ -167,8 +167,8 @@ def parse_text(text: str) -> list[str]:
 def parse_strict(text: str) -> list[str]:
     """A stricter reading: after NFKC, only runs of A-E that no other Latin letter touches count.
 
-    It ignores letters inside words ("Answer", "DE" in "DEcoction" stays out, "Be" too) but still takes
-    option letters that the model echoes with their text ("A. 黄芪 B. 党参" gives A and B).
+    It ignores capitals inside words ("Answer", "Because", "DEcoction") but still takes option letters that
+    the model echoes with their text ("A. 黄芪 B. 党参" gives A and B). The paper's numbers do not use it.
 
     >>> parse_strict("Answer: C")
     ['C']

@@ -84,7 +84,9 @@ def test_normalize_prediction_unsupported_type(pred):
         normalize_prediction(pred)
 
 
-@pytest.mark.parametrize("ref", ["BD", "B,D", "B D", "B、D", " B ; D ", ["D", "B"], ("B", "D"), "ＢＤ", "Ｂ，Ｄ", "DBD"])
+@pytest.mark.parametrize(
+    "ref", ["BD", "B,D", "B D", "B、D", " B ; D ", ["D", "B"], ("B", "D"), "ＢＤ", "Ｂ，Ｄ", "DBD"]
+)
 def test_normalize_reference_forms(ref):
     assert normalize_reference(ref) == ["B", "D"]
 

@@ -6,9 +6,9 @@ import os
 import re
 import runpy
 import shutil
-import site
 import subprocess
 import sys
+from importlib.metadata import distribution
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -16,12 +16,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import evaluate  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
+from packaging.requirements import Requirement  # noqa: E402
+from packaging.utils import canonicalize_name  # noqa: E402
 
 import tcmqa_metric  # noqa: E402
 
 METRIC_DIR = Path(__file__).resolve().parents[1] / "metric"
 SPACE_FILES = ("tcmqa_metric.py", "README.md", "app.py", "requirements.txt")
-EXAMPLE = {"predictions": ["答案：B", "B, D", ["A", "C"], "ＡＣＥ"], "references": ["B", "BD", "ACE", ["A", "D"]]}
+EXAMPLE = {
+    "predictions": ["答案：B", "B, D", ["A", "C"], "ＡＣＥ"],
+    "references": ["B", "BD", "ACE", ["A", "D"]],
+}
 
 
 def copy_space(destination: Path) -> Path:
@@ -45,29 +50,47 @@ def test_load_by_folder_name_from_the_working_directory(tmp_path, monkeypatch):
     assert metric.compute(**EXAMPLE)["exact_match"] == 0.5
 
 
+def evaluate_alone(site_dir: Path) -> Path:
+    """A folder holding links to evaluate and its dependencies only: what `pip install evaluate` gives."""
+    site_dir.mkdir()
+    seen, todo = {}, ["evaluate"]
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name not in seen:
+            seen[name] = dist = distribution(name)
+            requirements = map(Requirement, dist.requires or [])
+            todo += [r.name for r in requirements if r.marker is None or r.marker.evaluate({"extra": ""})]
+    for dist in seen.values():
+        for top in {Path(f).parts[0] for f in dist.files} - {"..", "__pycache__"}:
+            link = site_dir / top
+            if not link.exists():
+                link.symlink_to(dist.locate_file(top))
+    return site_dir
+
+
 ISOLATED = """
 import importlib.util
 import sys
 
-sys.path.extend({site_packages!r})  # added without running .pth files, so the project's install is absent
-missing = [name for name in ("tcmqa", "tcmqa_loading", "tcmqa_metric") if importlib.util.find_spec(name)]
-assert not missing, f"project modules importable: {{missing}}"
+sys.path.append({site_dir!r})
+hidden = ("tcmqa", "tcmqa_loading", "tcmqa_metric", "torch", "transformers")
+present = [name for name in hidden if importlib.util.find_spec(name)]
+assert not present, f"importable: {{present}}"
 import evaluate
 
 for source in ("tcmqa_metric", "tcmqa_metric/tcmqa_metric.py"):
     metric = evaluate.load(source)
     results = metric.compute(predictions={predictions!r}, references={references!r})
     print(source, results["exact_match"], results["n_multi"])
-assert "tcmqa" not in sys.modules
 """
 
 
 def test_load_from_a_copy_of_the_folder_alone(tmp_path):
-    # -I -S: no PYTHON* variables, no cwd on the path and no .pth files (the editable install is one); only
-    # the installed libraries' folder is added, so evaluate and its dependencies import and nothing else does.
+    # -I -S: no PYTHON* variables, no working directory, no site-packages and no .pth files (the project's
+    # editable install is one) on the path; then only evaluate and its dependencies are added.
     alone = tmp_path / "alone"
     copy_space(alone / "tcmqa_metric")
-    script = ISOLATED.format(site_packages=site.getsitepackages(), **EXAMPLE)
+    script = ISOLATED.format(site_dir=str(evaluate_alone(tmp_path / "site")), **EXAMPLE)
     env = {"PATH": os.environ.get("PATH", ""), "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", script], cwd=alone, env=env, capture_output=True, text=True, timeout=300
@@ -78,8 +101,9 @@ def test_load_from_a_copy_of_the_folder_alone(tmp_path):
 
 def test_module_imports_only_what_the_space_installs():
     source = (METRIC_DIR / "tcmqa_metric.py").read_text()
-    imported = {node.names[0].name.split(".")[0] for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import)}
-    imported |= {node.module.split(".")[0] for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)}
+    nodes = list(ast.walk(ast.parse(source)))
+    imported = {alias.name.split(".")[0] for node in nodes if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in nodes if isinstance(node, ast.ImportFrom)}
     assert imported - set(sys.stdlib_module_names) == {"evaluate", "datasets", "numpy"}
     # evaluate's import scanner misreads "import a, b" as a package named "a,"
     assert not re.search(r"^\s*import \w+\s*,", source, re.MULTILINE)
