@@ -57,7 +57,7 @@ def fig2_data(study: Study) -> dict:
     board = _board(study)
     lines: dict[str, dict] = {}
     for model, family, params, full in zip(board["models"], board["families"], board["params_b"], board["full"]):
-        if params is not None and full is not None:
+        if params and params > 0 and full is not None:  # a log axis needs a positive size
             line = lines.setdefault(family, {"models": [], "params_b": [], "full": []})
             line["models"].append(model), line["params_b"].append(params), line["full"].append(full)
     return {"title": "Accuracy against parameters", "families": lines}
@@ -71,7 +71,8 @@ def fig2_draw(d: dict) -> Figure:
     ax.set_xscale("log")
     ax.set_xlabel("Parameters (B, log scale)")
     ax.set_ylabel("Full accuracy (%)")
-    ax.legend(fontsize=7, ncol=2)
+    if d["families"]:
+        ax.legend(fontsize=7, ncol=2)
     return _finish(fig, ax, d["title"])
 
 
@@ -253,8 +254,9 @@ def fig13_data(study: Study) -> dict:
         if len(margin) < MARGIN_BINS:
             continue
         edges = np.unique(np.quantile(margin, np.linspace(0, 1, MARGIN_BINS + 1)))
-        bins = np.clip(np.searchsorted(edges, margin, side="right") - 1, 0, len(edges) - 2)
-        counts = np.bincount(bins, minlength=len(edges) - 1)
+        n_bins = max(len(edges) - 1, 1)  # a constant margin makes one bin
+        bins = np.clip(np.searchsorted(edges, margin, side="right") - 1, 0, n_bins - 1)
+        counts = np.bincount(bins, minlength=n_bins)
         ok = counts > 0
         mids = np.bincount(bins, margin, minlength=len(counts))[ok] / counts[ok]
         acc = 100 * np.bincount(bins, correct, minlength=len(counts))[ok] / counts[ok]
