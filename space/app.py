@@ -141,7 +141,7 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             with gr.Row():
                 sort_by = gr.Dropdown(list(board_lib.COLUMNS), value="Full", label="Sort by")
                 descending = gr.Checkbox(value=True, label="Descending")
-            table = gr.Dataframe(board_lib.select(board.frame()), interactive=False, pinned_columns=1, max_height=700, elem_id="board-table",
+            table = gr.Dataframe(interactive=False, pinned_columns=1, max_height=700, elem_id="board-table",
                                  label="Leaderboard")
             inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending]
             for control in inputs:
