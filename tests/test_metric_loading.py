@@ -61,7 +61,7 @@ def evaluate_alone(site_dir: Path) -> Path:
             requirements = map(Requirement, dist.requires or [])
             todo += [r.name for r in requirements if r.marker is None or r.marker.evaluate({"extra": ""})]
     for dist in seen.values():
-        for top in {Path(f).parts[0] for f in dist.files} - {"..", "__pycache__"}:
+        for top in {Path(f).parts[0] for f in dist.files or []} - {"..", "__pycache__"}:
             link = site_dir / top
             if not link.exists():
                 link.symlink_to(dist.locate_file(top))
