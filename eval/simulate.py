@@ -40,11 +40,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tcmqa.build import build
 from tcmqa.prompts import PROTOCOL
+from tcmqa.results import results_row
 from tcmqa_loading.tcmqa import BLOCK_SIZE
 from tcmqa_loading.tcmqa import DOMAINS
 from tcmqa_loading.tcmqa import FEATURES
@@ -289,36 +289,6 @@ def _model_outputs(cfg: SimulationConfig, model: pd.Series, items: _Items, item_
     return pa.table(columns).cast(FEATURES["outputs"].arrow_schema)
 
 
-def _results_row(model: pd.Series, table: pa.Table, flagged: np.ndarray, subset_ids: set[str],
-                 human: float) -> dict:
-    """The run's results row (RESULTS keys), scored over unflagged items like a real run."""
-    frame = table.select(["item_id", "answer_type", "correct", "lp_correct", "precision", "recall", "f1",
-                          "margin"]).to_pandas()
-    frame["size"] = pc.list_value_length(table["prediction"]).to_numpy()
-    frame = frame[~flagged]
-    multi = frame["answer_type"] == "multi"
-    on_subset = frame["item_id"].isin(subset_ids)
-    right, wrong = frame.loc[frame["lp_correct"], "margin"], frame.loc[~frame["lp_correct"], "margin"]
-    row = {k: None for k in FEATURES["results"]}
-    row.update({
-        "model": model["model"], "family": model["family"], "params_b": float(model["params_b"]),
-        "origin": "evaluated", "full": 100 * frame["correct"].mean(),
-        "single": 100 * frame.loc[~multi, "correct"].mean(), "multi": 100 * frame.loc[multi, "correct"].mean(),
-        "subset": 100 * frame.loc[on_subset, "correct"].mean(), "human_reference": human,
-        "lp_full": 100 * frame["lp_correct"].mean(),
-        "multi_precision": 100 * frame.loc[multi, "precision"].mean(),
-        "multi_recall": 100 * frame.loc[multi, "recall"].mean(), "multi_f1": 100 * frame.loc[multi, "f1"].mean(),
-        "multi_mean_pred_size": frame.loc[multi, "size"].mean(),
-        "confidence_gap": float(right.mean() - wrong.mean()),
-        "n": len(frame), "n_single": int((~multi).sum()), "n_multi": int(multi.sum()),
-        "n_subset": int(on_subset.sum()), "revision": SIMULATED.lower(), "engine": "simulation",
-        "engine_version": SIMULATED.lower(), "dtype": "none", "protocol": PROTOCOL,
-        "date": time.strftime("%Y-%m-%d"),
-    })
-    row["delta_human"] = row["subset"] - human
-    return {k: v.item() if isinstance(v, np.generic) else v for k, v in row.items()}
-
-
 def simulate(out: str | Path, cfg: SimulationConfig | None = None, models: pd.DataFrame | None = None) -> Path:
     """Write a simulated study under ``out``: ``raw/``, ``data/`` (a built tree) and ``runs/``.
 
@@ -340,7 +310,6 @@ def simulate(out: str | Path, cfg: SimulationConfig | None = None, models: pd.Da
     subset = pq.read_table(out / "data" / "subset", columns=["item_id", "majority_correct"]).to_pandas()
     item_ids = np.arange(cfg.n_items).astype(str)
     flagged = corpus.set_index("id")["flagged"].reindex(item_ids).to_numpy()
-    human = 100 * float(subset["majority_correct"].mean())
     offset = -(items.e - items.e.mean()) - cfg.dependence * (items.d - items.d.mean())
     per_item = {
         "offset": offset,
@@ -352,11 +321,12 @@ def simulate(out: str | Path, cfg: SimulationConfig | None = None, models: pd.Da
                   for t in targets}
     for k, model in models.reset_index(drop=True).iterrows():
         table = _model_outputs(cfg, model, items, item_ids, {t: intercepts[t][k] for t in intercepts},
-                               per_item, rng)
+                               per_item, rng).filter(pa.array(~flagged))  # the harness skips flagged items
         run = out / "runs" / _slug(model["model"])
         (run / "outputs").mkdir(parents=True, exist_ok=True)
         pq.write_table(table, run / "outputs" / "part-00000.parquet")
-        row = _results_row(model, table, flagged, set(subset["item_id"]), human)
+        row = results_row(table.to_pandas(), subset, family=model["family"], params_b=float(model["params_b"]),
+                          engine="simulation", engine_version=SIMULATED.lower(), dtype="none")
         (run / "results.json").write_text(json.dumps(row, indent=1), encoding="utf-8")
     (out / "SIMULATION.json").write_text(json.dumps(asdict(cfg), indent=1), encoding="utf-8")
     return out
