@@ -7,10 +7,9 @@ that it still loads when copied on its own (a metric Space, `evaluate.load(path)
 """
 
 import re
+import sys
 import unicodedata
 
-import datasets
-import evaluate
 import numpy as np
 
 
@@ -52,8 +51,9 @@ Returns:
     mean_pred_size: mean number of letters predicted on multi-answer items.
     n, n_single, n_multi: item counts. A mean over no items is nan.
 Examples:
-    Load it with `evaluate.load("tcmqa_metric")` or a path to this file; here the class is built directly.
+    Load it with `evaluate.load("tcmqa_metric")` or a path to this file, or import the class:
 
+    >>> from tcmqa_metric import TcmqaMetric
     >>> tcmqa = TcmqaMetric()
     >>> results = tcmqa.compute(
     ...     predictions=["答案：B", "B, D", ["A", "C"], "ＡＣＥ"],
@@ -295,43 +295,67 @@ def score(
     return results
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class TcmqaMetric(evaluate.Metric):
-    """Exact set match and multi-answer precision, recall and F1 for TCMQA."""
+def _metric_class() -> type:
+    """Build the evaluate Metric class.
 
-    def _info(self) -> evaluate.MetricInfo:
-        # Both columns are strings: a list of letters is joined with commas before it reaches Arrow, which is
-        # lossless for every rule and much faster than nested lists.
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
-            ),
-            reference_urls=["https://huggingface.co/datasets/TechTCM/TCMQA"],
-        )
+    ``import evaluate`` also imports transformers and torch when they are installed (about 10 s); the
+    rules above need neither, so the dataset builder and the Space import them without paying for it.
+    """
+    import datasets
+    import evaluate
 
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Add a batch of predictions and references (lists of letters are stored as comma-joined text)."""
-        batch = {"predictions": _texts(predictions, "prediction"), "references": _texts(references, "reference")}
-        if kwargs or predictions is None or references is None:
-            return super().add_batch(**batch, **kwargs)  # evaluate's own checks and messages
-        _check_lengths(batch["predictions"], batch["references"])
-        # Open the writer through evaluate, then write the texts as they are: they are strings already, and
-        # datasets' per-item encoding of them would take longer than the scoring itself (~5 us an item).
-        super().add_batch(predictions=[], references=[])
-        self.writer.write_batch(batch)
+    class TcmqaMetric(evaluate.Metric):
+        """Exact set match and multi-answer precision, recall and F1 for TCMQA."""
 
-    def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one prediction and reference (a list of letters is stored as comma-joined text)."""
-        super().add(
-            prediction=None if prediction is None else _as_text(prediction, "prediction"),
-            reference=None if reference is None else _as_text(reference, "reference"),
-            **kwargs,
-        )
+        def _info(self) -> evaluate.MetricInfo:
+            # Both columns are strings: a list of letters is joined with commas before it reaches Arrow, which is
+            # lossless for every rule and much faster than nested lists.
+            return evaluate.MetricInfo(
+                description=_DESCRIPTION,
+                citation=_CITATION,
+                inputs_description=_KWARGS_DESCRIPTION,
+                features=datasets.Features(
+                    {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+                ),
+                reference_urls=["https://huggingface.co/datasets/TechTCM/TCMQA"],
+            )
 
-    def _compute(self, predictions, references, answer_types=None, parser="paper", empty_precision=0.0, per_item=False):
-        return score(
-            predictions, references, answer_types, parser=parser, empty_precision=empty_precision, per_item=per_item
-        )
+        def add_batch(self, *, predictions=None, references=None, **kwargs):
+            """Add a batch of predictions and references (lists of letters are stored as comma-joined text)."""
+            batch = {"predictions": _texts(predictions, "prediction"), "references": _texts(references, "reference")}
+            if kwargs or predictions is None or references is None:
+                return super().add_batch(**batch, **kwargs)  # evaluate's own checks and messages
+            _check_lengths(batch["predictions"], batch["references"])
+            # Open the writer through evaluate, then write the texts as they are: they are strings already, and
+            # datasets' per-item encoding of them would take longer than the scoring itself (~5 us an item).
+            super().add_batch(predictions=[], references=[])
+            self.writer.write_batch(batch)
+
+        def add(self, *, prediction=None, reference=None, **kwargs):
+            """Add one prediction and reference (a list of letters is stored as comma-joined text)."""
+            super().add(
+                prediction=None if prediction is None else _as_text(prediction, "prediction"),
+                reference=None if reference is None else _as_text(reference, "reference"),
+                **kwargs,
+            )
+
+        def _compute(self, predictions, references, answer_types=None, parser="paper", empty_precision=0.0, per_item=False):
+            return score(
+                predictions, references, answer_types, parser=parser, empty_precision=empty_precision, per_item=per_item
+            )
+
+    return TcmqaMetric
+
+
+def __getattr__(name: str):
+    """``from tcmqa_metric import TcmqaMetric`` builds the class on first use (PEP 562)."""
+    if name == "TcmqaMetric":
+        globals()[name] = _metric_class()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if "evaluate" in sys.modules:  # under evaluate.load(), which looks for the class in this namespace
+    TcmqaMetric = _metric_class()
+
+__test__ = {"inputs_description": _KWARGS_DESCRIPTION}  # its examples are doctests
