@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
+
 from tcmqa import prompts
 from tcmqa.engines.base import Engine, Prompt
 
@@ -20,7 +23,6 @@ class TransformersEngine(Engine):
         return transformers.__version__
 
     def _load(self) -> None:
-        import torch
         from transformers import AutoModelForCausalLM, GenerationConfig
 
         self.batch_size = int(self.options.get("batch_size", 32))
@@ -37,13 +39,9 @@ class TransformersEngine(Engine):
             repetition_penalty=1.0,
             eos_token_id=self.stop_ids,
             pad_token_id=self.pad_id,
-            output_logits=True,
-            return_dict_in_generate=True,
         )
 
     def _generate(self, batch: Sequence[Prompt]) -> list[tuple[list[int], str, dict[int, float]]]:
-        import torch
-
         # Similar lengths share a batch, so little compute goes to padding.
         order = sorted(range(len(batch)), key=lambda i: len(batch[i].token_ids), reverse=True)
         results: dict[int, tuple[list[int], str, dict[int, float]]] = {}
@@ -58,10 +56,13 @@ class TransformersEngine(Engine):
                 ids = batch[i].token_ids
                 input_ids[r, width - len(ids) :] = torch.tensor(ids)
                 mask[r, width - len(ids) :] = 1
+            first_step = _FirstStepLogprobs(letter_ids.to(self.device))
             with torch.inference_mode():
-                out = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device))
-            first = torch.log_softmax(out.logits[0].float(), dim=-1)[:, letter_ids].cpu()
-            generated = out.sequences[:, width:].cpu().tolist()
+                sequences = self.model.generate(input_ids=input_ids.to(self.device),
+                                                attention_mask=mask.to(self.device),
+                                                logits_processor=LogitsProcessorList([first_step]))
+            first = first_step.logprobs.cpu()
+            generated = sequences[:, width:].cpu().tolist()
             for r, i in enumerate(rows):
                 tokens = generated[r]
                 end = next((k for k, t in enumerate(tokens) if t in stops), None)
@@ -69,3 +70,20 @@ class TransformersEngine(Engine):
                 tokens = tokens if end is None else tokens[: end + 1]
                 results[i] = (tokens, finish, dict(zip(self.letters.all_ids, first[r].tolist())))
         return [results[i] for i in range(len(batch))]
+
+
+class _FirstStepLogprobs(LogitsProcessor):
+    """Keeps the first generated position's log-probs of the letter ids, from the raw logits.
+
+    Cheaper than ``output_logits=True``, which keeps the whole vocabulary for every step. With the
+    protocol's generation config no other processor runs, so the scores seen here are the raw logits.
+    """
+
+    def __init__(self, letter_ids: torch.Tensor) -> None:
+        self.letter_ids = letter_ids
+        self.logprobs: torch.Tensor | None = None
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.logprobs is None:
+            self.logprobs = torch.log_softmax(scores.float(), dim=-1)[:, self.letter_ids]
+        return scores

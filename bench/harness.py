@@ -1,0 +1,105 @@
+"""Throughput of ``tcmqa eval`` per engine: items/s and seconds per stage on real sample items.
+
+    .venv/bin/python bench/harness.py [--items 500] [--engines vllm,transformers] [--dtype bfloat16]
+
+Each engine runs in its own subprocess (a cold start, nothing else competing for the cores) on
+Gemma 3 270M built from the PyPI GGUF and the first N items of the real platform sample. Items/s
+excludes start-up (the ``load`` stage): it is N over render + generate + score + write.
+Engines: ``vllm`` (eager), ``vllm-compiled`` (graph compilation at start-up), ``transformers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = Path(os.environ.get("TCMQA_SAMPLE", REPO.parent / "shared" / "data" / "tcmqa-platform-sample"))
+TREE = REPO / ".cache" / "bench" / "sample-tree"
+STAGES = ("load", "render", "generate", "score", "write")
+ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+    "VLLM_CPU_KVCACHE_SPACE": "2",
+    "VLLM_CACHE_ROOT": str(REPO / ".cache" / "vllm"),
+    "TORCHINDUCTOR_CACHE_DIR": str(REPO / ".cache" / "inductor"),
+}
+
+
+def sample_tree() -> Path:
+    """The real sample built once by ``tcmqa build`` (cached, git-ignored)."""
+    if not (TREE / "corpus").is_dir():
+        from tcmqa.build import build
+
+        if not (SAMPLE / "items.jsonl").is_file():
+            sys.exit(f"the real TCMQA platform sample is not at {SAMPLE} (set TCMQA_SAMPLE)")
+        build([str(SAMPLE / "items.jsonl")], TREE, str(SAMPLE / "annotation_platform.sqlite"))
+    return TREE
+
+
+def child(engine: str, model: Path, tree: Path, n_items: int, dtype: str) -> None:
+    """Run one evaluation and print its stage timings as JSON on the last line."""
+    from tcmqa import harness
+
+    parser = argparse.ArgumentParser()
+    harness.add_arguments(parser)
+    with tempfile.TemporaryDirectory() as out:
+        argv = ["--model", str(model), "--data", str(tree), "--engine", engine.removesuffix("-compiled"),
+                "--dtype", dtype, "--limit", str(n_items), "--out", out]
+        if engine == "vllm":
+            argv.append("--enforce-eager")
+        report = harness.run(parser.parse_args(argv))
+    print(json.dumps({"engine": engine, "n": report.results["n"], **report.timings}))
+
+
+def measure(engine: str, model: Path, tree: Path, n_items: int, dtype: str) -> dict:
+    command = [sys.executable, __file__, "--child", engine, "--model", str(model), "--tree", str(tree),
+               "--items", str(n_items), "--dtype", dtype]
+    done = subprocess.run(command, env={**os.environ, **ENV}, capture_output=True, text=True, cwd=REPO)
+    if done.returncode != 0:
+        sys.exit(f"{engine} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def table(rows: list[dict]) -> str:
+    header = ["engine", "items", "items/s", *(f"{s} s" for s in STAGES)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        busy = sum(row.get(s, 0.0) for s in STAGES if s != "load")
+        cells = [row["engine"], str(row["n"]), f"{row['n'] / busy:.2f}", *(f"{row.get(s, 0.0):.2f}" for s in STAGES)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=500)
+    parser.add_argument("--engines", default="vllm,transformers")
+    parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--model", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.model, args.tree, args.items, args.dtype)
+        return
+    from tcmqa.local_models import gemma_270m
+
+    model, tree = gemma_270m(), sample_tree()
+    rows = []
+    for engine in args.engines.split(","):
+        rows.append(measure(engine, model, tree, args.items, args.dtype))
+        print(f"{engine}: done", file=sys.stderr)
+    print(f"Gemma 3 270M, {args.dtype}, {os.cpu_count()} CPUs; items/s excludes the load stage (start-up)")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
