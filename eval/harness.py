@@ -86,15 +86,14 @@ def select_items(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any]:
     """The items to evaluate, in corpus order (flagged items excluded), and the subset table or None."""
     from tcmqa.data import has_config, load_config
 
-    corpus = load_config(args.data, "corpus", args.data_revision).filter(lambda flagged: not flagged,
-                                                                         input_columns="flagged")
+    corpus = load_config(args.data, "corpus", args.data_revision)
     subset = None
     if has_config(args.data, "subset"):
         subset = load_config(args.data, "subset", args.data_revision).to_pandas()
     elif args.subset_only:
         raise SystemExit(f"--subset-only needs a 'subset' config and {args.data} has none; rebuild it with "
                          "`tcmqa build --platform-db ...`")
-    items = corpus.to_list()
+    items = [item for item in corpus.to_list() if not item["flagged"]]
     if args.subset_only:
         wanted = set(subset["item_id"])
         items = [item for item in items if item["id"] in wanted]
@@ -174,8 +173,10 @@ def run(args: argparse.Namespace, engine: Engine | None = None) -> Report:
         if engine is None:
             engine = load_engine(args.engine, args.model, revision=args.revision, dtype=args.dtype,
                                  chat_template=chat_template, **engine_options(args))
-        elif (engine.name, engine.model_id, engine.chat_template) != (args.engine, args.model, chat_template):
-            raise ValueError("the engine passed in was loaded for another engine, model or chat template")
+        elif (engine.name, engine.model_id, engine.chat_template) != (args.engine, args.model, chat_template) or (
+            args.dtype != "auto" and engine.dtype != args.dtype
+        ):
+            raise ValueError("the engine passed in was loaded for another engine, model, dtype or chat template")
     name = model_name(args)
     out = args.out or Path("runs") / name.replace("/", "__")
     manifest = {

@@ -119,6 +119,7 @@ class Engine(ABC):
         self.dtype = resolve_dtype(self.path, dtype)
         self.chat_template = chat_template
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+        prompts.render_prompt(self.tokenizer, [{"role": "user", "content": "?"}], chat_template)  # fail fast
         self.letters = LetterTokens.from_tokenizer(self.tokenizer)
         self.stop_ids = stop_token_ids(self.path, self.tokenizer)
         self.options = options

@@ -26,7 +26,12 @@ class VLLMEngine(Engine):
 
     def _load(self) -> None:
         from vllm import LLM, SamplingParams
+        from vllm.platforms import current_platform
 
+        if current_platform.is_cpu():
+            # The CPU default (128-token blocks) is longer than the instruction all prompts share,
+            # so prefix caching would never hit; 32 is the smallest block the CPU kernels run well.
+            self.options.setdefault("block_size", 32)
         self.llm = LLM(
             model=str(self.path),
             tokenizer=str(self.path),
