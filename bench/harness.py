@@ -44,8 +44,8 @@ def sample_tree() -> Path:
     return TREE
 
 
-def child(engine: str, model: Path, tree: Path, n_items: int, dtype: str) -> None:
-    """Run one evaluation and print its stage timings as JSON on the last line."""
+def child(engine: str, model: Path, tree: Path, n_items: int, dtype: str, result: Path) -> None:
+    """Run one evaluation and write its stage timings as JSON to ``result`` (engines log to stdout)."""
     from tcmqa import harness
 
     parser = argparse.ArgumentParser()
@@ -56,16 +56,18 @@ def child(engine: str, model: Path, tree: Path, n_items: int, dtype: str) -> Non
         if engine == "vllm":
             argv.append("--enforce-eager")
         report = harness.run(parser.parse_args(argv))
-    print(json.dumps({"engine": engine, "n": report.results["n"], **report.timings}))
+    result.write_text(json.dumps({"engine": engine, "n": report.results["n"], **report.timings}))
 
 
 def measure(engine: str, model: Path, tree: Path, n_items: int, dtype: str) -> dict:
-    command = [sys.executable, __file__, "--child", engine, "--model", str(model), "--tree", str(tree),
-               "--items", str(n_items), "--dtype", dtype]
-    done = subprocess.run(command, env={**os.environ, **ENV}, capture_output=True, text=True, cwd=REPO)
-    if done.returncode != 0:
-        sys.exit(f"{engine} failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "timings.json"
+        command = [sys.executable, __file__, "--child", engine, "--model", str(model), "--tree", str(tree),
+                   "--items", str(n_items), "--dtype", dtype, "--result", str(result)]
+        done = subprocess.run(command, env={**os.environ, **ENV}, capture_output=True, text=True, cwd=REPO)
+        if done.returncode != 0 or not result.exists():
+            sys.exit(f"{engine} failed:\n{done.stderr[-4000:]}")
+        return json.loads(result.read_text())
 
 
 def table(rows: list[dict]) -> str:
@@ -86,9 +88,10 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--model", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.model, args.tree, args.items, args.dtype)
+        child(args.child, args.model, args.tree, args.items, args.dtype, args.result)
         return
     from tcmqa.local_models import gemma_270m
 
