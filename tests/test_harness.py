@@ -27,13 +27,6 @@ def parse(*argv: str) -> argparse.Namespace:
     return parser.parse_args(list(argv))
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory, demo_items):
-    from tcmqa.local_models import tiny_random
-
-    texts = [item["question"] + "".join(item["choices"].values()) for item in demo_items]
-    return tiny_random(tmp_path_factory.mktemp("tiny") / "model", texts + list(prompts.INSTRUCTIONS.values()))
-
 
 @pytest.fixture(scope="module")
 def engine(tiny_dir):

@@ -18,13 +18,6 @@ ITEM = {
 }
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory, demo_items):
-    from tcmqa.local_models import tiny_random
-
-    texts = [item["question"] + "".join(item["choices"].values()) for item in demo_items]
-    return tiny_random(tmp_path_factory.mktemp("tiny") / "model", texts + list(prompts.INSTRUCTIONS.values()))
-
 
 @pytest.fixture(scope="module")
 def tokenizer(tiny_dir):

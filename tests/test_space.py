@@ -165,3 +165,15 @@ def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert hosted.store.startswith("hub:") and not hosted.start_worker
     assert hosted.policy().remote_code_allowlist == frozenset({"a/b", "c/*"}) and hosted.policy().protocol == "v1"
     assert FakeHub  # the fake Hub is the only stand-in
+
+
+def test_item_explorer_on_a_tree_without_responses(tmp_path: Path, demo_items: list[dict]) -> None:
+    from explorer import Explorer
+    from sources import DEMO_ITEMS
+
+    from tcmqa.build import build
+
+    build([str(DEMO_ITEMS)], tmp_path / "tree")  # no platform database: corpus only
+    text, responses, outputs = Explorer(str(tmp_path / "tree"), SQLiteStore(tmp_path / "s")).item(
+        str(demo_items[1]["question_id"]))
+    assert demo_items[1]["question"] in text and responses.empty and outputs.empty

@@ -76,11 +76,12 @@ def _spawn_worker(store_dir: Path, tmp_path: Path, command: str, *extra: str) ->
 
 def test_harness_command_template(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s")
-    cfg = WorkerConfig(data="TechTCM/TCMQA", runs=tmp_path, engine="vllm", limit=5)
+    cfg = WorkerConfig(data="TechTCM/TCMQA", runs=tmp_path, engine="vllm", dtype="float32", limit=5)
     hub = store.submit("org/m", SHA, "v1", "u", {"family": "qwen2"})
     assert harness_command(cfg, hub, tmp_path / "r")[1:] == [
         "-m", "tcmqa.cli", "eval", "--model", "org/m", "--data", "TechTCM/TCMQA", "--out", str(tmp_path / "r"),
-        "--revision", SHA, "--name", "org/m", "--family", "qwen2", "--engine", "vllm", "--limit", "5"]
+        "--revision", SHA, "--name", "org/m", "--family", "qwen2", "--engine", "vllm", "--dtype", "float32",
+        "--limit", "5"]
     local = store.submit("m", SHA, "v1", "u", {"path": "/models/m"})
     assert harness_command(cfg, local, tmp_path / "r")[3:9] == ["eval", "--model", "/models/m", "--data", "TechTCM/TCMQA", "--out"]
     assert "--revision" not in harness_command(cfg, local, tmp_path / "r")
