@@ -173,6 +173,7 @@ def fig6_draw(d: dict) -> Figure:
     left.legend(fontsize=8)
     order = sorted(d["all_missed"], key=lambda m: d["all_missed"][m] or 0)
     right.barh(order, [d["all_missed"][m] or 0 for m in order], color="#c44e52")
+    right.set_xlim(0, 100)
     right.tick_params(axis="y", labelsize=6)
     right.set_xlabel(f"Accuracy on the {d['n_items'][0]} items all three missed (%)")
     fig.suptitle(d["title"])

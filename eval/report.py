@@ -68,7 +68,10 @@ def _sections(study: Study, n_boot: int) -> list[tuple[str, str, pd.DataFrame, i
     """(name, heading and note, table, digits) for every table of the report."""
     agreement, fleiss = tables.practitioner_agreement(study)
     kappa, pairs = tables.kappa_with_practitioners(study)
-    off_diagonal = pairs[~np.eye(len(pairs), dtype=bool)] if len(pairs) > 1 else np.array([np.nan])
+    off_diagonal = pairs[~np.eye(len(pairs), dtype=bool)]
+    off_diagonal = off_diagonal[np.isfinite(off_diagonal)]
+    pair_range = (f"min {off_diagonal.min():.3f}, median {np.median(off_diagonal):.3f}, max {off_diagonal.max():.3f}"
+                  if off_diagonal.size else "n/a with fewer than two models")
     human = tables.human_reference(study)
     return [
         ("table1_domains", "Table 1. Domain portfolio of the subset (items any rater assigned the domain)",
@@ -85,9 +88,7 @@ def _sections(study: Study, n_boot: int) -> list[tuple[str, str, pd.DataFrame, i
          f"({agreement.df} df, p = {agreement.p_value:.3g}), Fleiss' κ = {fleiss:.3f}",
          agreement.table, 2),
         ("agreement_kappa",
-         "Cohen's κ of each model with the practitioner majority (between model pairs: "
-         f"min {np.nanmin(off_diagonal):.3f}, median {np.nanmedian(off_diagonal):.3f}, "
-         f"max {np.nanmax(off_diagonal):.3f})", kappa, 3),
+         f"Cohen's κ of each model with the practitioner majority (between model pairs: {pair_range})", kappa, 3),
         ("agreement_kappa_pairs", "Cohen's κ between model pairs (items every model answered)",
          pd.DataFrame(pairs, columns=study.model_names).assign(model=study.model_names)
          .set_index("model").reset_index(), 3),
