@@ -61,7 +61,7 @@ def merge(evaluated: Sequence[dict[str, Any]]) -> pd.DataFrame:
     frame = frame.reindex(columns=list(COLUMNS.values())).rename(columns={v: k for k, v in COLUMNS.items()})
     frame["Origin"] = frame["Origin"].fillna("evaluated")
     frame["Family"] = frame["Family"].fillna("unknown")
-    frame["Revision"] = frame["Revision"].fillna("").astype(str).str[:12]
+    frame["Revision"] = frame["Revision"].astype(object).fillna("").astype(str).str[:12]
     for name in ["Params (B)", "Full", "Single", "Multi", "Subset", "Δ human", "LP Full", "Multi F1", "Conf. gap"]:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").round(2)
     return frame.sort_values("Full", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
