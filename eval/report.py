@@ -125,7 +125,7 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000) -> Path:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, metavar="DIR_OR_HUB_ID", help="a built tree or a Hub dataset id")
-    parser.add_argument("--outputs", action="append", required=True, metavar="DIR",
+    parser.add_argument("--outputs", action="extend", nargs="+", required=True, metavar="DIR",
                         help="a run folder from `tcmqa eval`, or a folder of runs (repeatable)")
     parser.add_argument("--out", required=True, metavar="REPORT_DIR")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the intervals")
