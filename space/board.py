@@ -14,9 +14,10 @@ from typing import Any
 
 import pandas as pd
 
+from tcmqa.results import PAPER_HUMAN_REFERENCE
 from tcmqa.store import Store
 
-HUMAN_SUBSET = 64.94  # the practitioners' majority vote on the comparison subset (paper, Table 4)
+HUMAN_SUBSET = PAPER_HUMAN_REFERENCE  # the practitioners' majority vote on the subset (paper, Table 4)
 HUMAN_NAME = "Licensed practitioners (majority vote)"
 
 # board column -> results field; the order is the default column order

@@ -177,3 +177,13 @@ def test_item_explorer_on_a_tree_without_responses(tmp_path: Path, demo_items: l
     text, responses, outputs = Explorer(str(tmp_path / "tree"), SQLiteStore(tmp_path / "s")).item(
         str(demo_items[1]["question_id"]))
     assert demo_items[1]["question"] in text and responses.empty and outputs.empty
+
+
+def test_the_web_process_imports_no_engine() -> None:
+    """DESIGN's rule: the Space's web process never imports an engine (the worker process does)."""
+    import subprocess
+
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import app; "
+            "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'evaluate') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, str(SPACE)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
