@@ -26,7 +26,6 @@ from tcmqa import prompts
 from tcmqa.engines import ENGINES, Engine, load_engine
 
 MANIFEST = "run.json"
-RESULTS_FILE = "results.json"
 STAGES = ("load", "render", "generate", "score", "write")
 
 
@@ -139,7 +138,7 @@ def dry_run(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
 def check_out_dir(out: Path, manifest: dict[str, Any], resume: bool) -> None:
     """Refuse to mix runs: an existing run folder continues only with --resume and the same run."""
     manifest_file = out / MANIFEST
-    has_parts = any((out / outputs_mod.OUTPUTS_DIR).glob("part-*.parquet"))
+    has_parts = bool(outputs_mod.part_files(out))
     if not manifest_file.exists():
         if has_parts:
             raise SystemExit(f"{out} holds output parts but no {MANIFEST}; choose an empty --out")
@@ -230,7 +229,7 @@ def summarise(out: Path, items: list[dict[str, Any]], subset: Any, engine: Engin
     facts = engine.describe()
     results = results_row(frame, subset, family=args.family, params_b=count_parameters(engine.path),
                           engine=facts["engine"], engine_version=facts["engine_version"], dtype=facts["dtype"])
-    (out / RESULTS_FILE).write_text(json.dumps(results, ensure_ascii=False, indent=1))
+    (out / outputs_mod.RESULTS_FILE).write_text(json.dumps(results, ensure_ascii=False, indent=1))
     return results
 
 

@@ -21,7 +21,8 @@ from tcmqa_metric import LETTERS, parse_text, score
 from tcmqa import prompts
 from tcmqa.engines.base import Completion, Prompt
 
-OUTPUTS_DIR = "outputs"
+OUTPUTS_DIR = "outputs"  # a run folder: OUTPUTS_DIR/part-NNNNN.parquet and RESULTS_FILE
+RESULTS_FILE = "results.json"
 _SCHEMA: pa.Schema = OUTPUTS.arrow_schema
 
 
@@ -90,13 +91,24 @@ def part_item_ids(run_dir: Path, index: int) -> list[str] | None:
     return pq.read_table(path, columns=["item_id"]).column("item_id").to_pylist()
 
 
+def part_files(run_dir: str | Path) -> list[Path]:
+    """A run's finished chunks in order; ``run_dir`` may also be its ``outputs/`` folder itself."""
+    folder = Path(run_dir)
+    parts_dir = folder / OUTPUTS_DIR if (folder / OUTPUTS_DIR).is_dir() else folder
+    return sorted(parts_dir.glob("part-*.parquet"))
+
+
+def read_outputs_table(*dirs: str | Path, columns: list[str] | None = None) -> pa.Table:
+    """Output rows of one or more run folders as one Arrow table (``columns`` reads only those)."""
+    tables = []
+    for folder in dirs:
+        parts = part_files(folder)
+        if not parts:
+            raise FileNotFoundError(f"no output parts (part-*.parquet) in {folder}; was `tcmqa eval --out` run?")
+        tables.extend(pq.read_table(part, schema=_SCHEMA, columns=columns) for part in parts)
+    return pa.concat_tables(tables)
+
+
 def read_outputs(*dirs: str | Path) -> pd.DataFrame:
     """All output rows of one or more run folders (or of ``outputs/`` folders themselves), in order."""
-    tables = []
-    for folder in map(Path, dirs):
-        parts_dir = folder / OUTPUTS_DIR if (folder / OUTPUTS_DIR).is_dir() else folder
-        parts = sorted(parts_dir.glob("part-*.parquet"))
-        if not parts:
-            raise FileNotFoundError(f"no output parts (part-*.parquet) in {parts_dir}; was `tcmqa eval --out` run?")
-        tables.extend(pq.read_table(part, schema=_SCHEMA) for part in parts)
-    return pa.concat_tables(tables).to_pandas()
+    return read_outputs_table(*dirs).to_pandas()

@@ -19,8 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tcmqa.data import load_config
-from tcmqa.harness import RESULTS_FILE
 from tcmqa.outputs import OUTPUTS_DIR
+from tcmqa.outputs import RESULTS_FILE
+from tcmqa.outputs import read_outputs_table
 
 _OUTPUT_COLUMNS = ["model", "item_id", "correct", "precision", "recall", "f1", "prediction", "lp_correct", "margin"]
 _CORPUS_COLUMNS = ["id", "options", "answer_type", "explanation", "source_difficulty", "flagged"]
@@ -100,7 +101,7 @@ def load_study(data: str | Path, outputs: list[str | Path]) -> Study:
     floats = {k: np.full((n, m), np.nan, dtype=np.float32) for k in ("margin", "precision", "recall", "f1", "pred_size")}
     metas = []
     for j, run in enumerate(runs):
-        table = pq.read_table(sorted((run / OUTPUTS_DIR).glob("part-*.parquet")), columns=_OUTPUT_COLUMNS)
+        table = read_outputs_table(run, columns=_OUTPUT_COLUMNS)
         rows = index.get_indexer(table["item_id"].to_numpy(zero_copy_only=False))
         keep = rows >= 0  # outputs for flagged or unknown items do not count
         rows = rows[keep]

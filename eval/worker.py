@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from tcmqa.outputs import part_files
 from tcmqa.store import Job, Store, open_store
 
 DEFAULT_COMMAND = "{python} -m tcmqa.cli eval --model {model} --data {data} --out {out}"
@@ -130,7 +131,7 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     except (OSError, ValueError, IndexError) as err:
         store.fail(job, f"the harness wrote no readable results.json ({err})", _tail(log))
         return "FAILED"
-    outputs = sorted((run_dir / "outputs").glob("part-*.parquet"))
+    outputs = part_files(run_dir)
     return "FINISHED" if store.finish(job, row, outputs) else "ABANDONED"
 
 
