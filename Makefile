@@ -9,6 +9,7 @@ STAMP   := $(VENV)/.installed
 DTYPE   ?= $(shell grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo && echo bfloat16 || echo float32)
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
+export TCMQA_CACHE ?= $(CURDIR)/.cache
 
 .PHONY: install serve test demo-tree
 

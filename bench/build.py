@@ -29,13 +29,13 @@ def main() -> None:
         walls = []
         for i in range(args.repeats):
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "tcmqa.cli", "build", "--items", str(ITEMS), "--platform-db", str(DB),
+            subprocess.run([sys.executable, "-m", "tcmqa", "build", "--items", str(ITEMS), "--platform-db", str(DB),
                             "--out", f"{tmp}/cli{i}"], check=True, capture_output=True)
             walls.append(time.perf_counter() - start)
 
         start = time.perf_counter()
         from tcmqa.build import build, write_config  # noqa: F401  (imports timed on their own)
-        from tcmqa_loading.tcmqa import build_tables
+        from tcmqa.ingest import build_tables
         import_s = time.perf_counter() - start
         start = time.perf_counter()
         tables, report = build_tables([ITEMS], DB)

@@ -30,6 +30,7 @@ ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "2",
     "VLLM_CACHE_ROOT": str(REPO / ".cache" / "vllm"),
     "TORCHINDUCTOR_CACHE_DIR": str(REPO / ".cache" / "inductor"),
+    "TCMQA_CACHE": str(REPO / ".cache"),
 }
 
 

@@ -18,15 +18,17 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "space"))
+import runpy
 
-import board as board_lib  # noqa: E402
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before any Hugging Face import reads it
+
 import httpx  # noqa: E402
-from app import build_app  # noqa: E402
-from settings import Settings  # noqa: E402
 
+from tcmqa.leaderboard import board as board_lib  # noqa: E402
+from tcmqa.leaderboard.settings import Settings  # noqa: E402
 from tcmqa.store import SQLiteStore  # noqa: E402
+
+APP = Path(__file__).resolve().parents[1] / "space" / "app.py"
 
 
 def fill(store: SQLiteStore, rows: int) -> None:
@@ -94,7 +96,7 @@ def main() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    demo = build_app(settings, store, api=object())
+    demo = runpy.run_path(str(APP), run_name="space_app")["build_app"](settings, store, api=object())
     demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     url = f"http://127.0.0.1:{port}/"
     try:

@@ -66,6 +66,7 @@ def set_env() -> None:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     os.environ.setdefault("VLLM_CACHE_ROOT", str(cache / "vllm"))
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "torchinductor"))
+    os.environ.setdefault("TCMQA_CACHE", str(cache))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -257,7 +258,7 @@ def ensure_data(args: argparse.Namespace, work: Path) -> Path:
         return args.data
     data = work / "data"
     if not (data / "corpus").is_dir():
-        subprocess.check_call([sys.executable, "-m", "tcmqa.cli", "build", "--items", str(args.items),
+        subprocess.check_call([sys.executable, "-m", "tcmqa", "build", "--items", str(args.items),
                                "--platform-db", str(args.platform_db), "--out", str(data)], cwd=REPO)
     return data
 

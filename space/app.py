@@ -19,13 +19,13 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-import board as board_lib
-from explorer import Explorer
-from settings import Settings
+from tcmqa.leaderboard import board as board_lib
+from tcmqa.leaderboard.explorer import Explorer
+from tcmqa.leaderboard.settings import Settings
+from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
+from tcmqa.schema import CITATION, HOMEPAGE
 from tcmqa.store import FAILED, Store, open_store
 from tcmqa.worker import die_with_parent
-from tcmqa_loading.tcmqa import _CITATION, _HOMEPAGE
-from validation import Rejected, enqueue, submitter, validate
 
 QUEUE_COLUMNS = ["id", "model", "revision", "status", "progress", "attempts", "user", "submitted", "updated"]
 
@@ -186,14 +186,14 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label="Evaluation requests")
             gr.on([demo.load, timer.tick], show_queue, None, queue_table, api_name="queue", show_progress="hidden")
         with gr.Tab("About"):
-            gr.Markdown(ABOUT.format(protocol=policy.protocol, human=board_lib.HUMAN_SUBSET, homepage=_HOMEPAGE,
-                                     citation=_CITATION))
+            gr.Markdown(ABOUT.format(protocol=policy.protocol, human=board_lib.HUMAN_SUBSET, homepage=HOMEPAGE,
+                                     citation=CITATION))
     return demo
 
 
 def start_worker(settings: Settings) -> subprocess.Popen:
     """Local mode: one worker process next to the app, stopped with it."""
-    argv = [sys.executable, "-m", "tcmqa.cli", "worker", "--store", settings.store, "--data", settings.data,
+    argv = [sys.executable, "-m", "tcmqa", "worker", "--store", settings.store, "--data", settings.data,
             *shlex.split(settings.worker_args)]
     worker = subprocess.Popen(argv, preexec_fn=die_with_parent)
     atexit.register(worker.terminate)

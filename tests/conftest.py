@@ -11,6 +11,8 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# built models (Gemma 270M) are cached in the checkout, git-ignored, and shared by test runs
+os.environ.setdefault("TCMQA_CACHE", str(Path(__file__).resolve().parents[1] / ".cache"))
 
 import pytest  # noqa: E402
 

@@ -5,9 +5,11 @@ Importable from test modules (``from sources import ...``); the fixtures in conf
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sqlite3
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -15,6 +17,7 @@ DEMO_ITEMS = REPO / "demo" / "items.jsonl"
 SAMPLE = Path(os.environ.get("TCMQA_SAMPLE", REPO.parent / "shared" / "data" / "tcmqa-platform-sample"))
 SAMPLE_ITEMS = SAMPLE / "items.jsonl"
 SAMPLE_DB = SAMPLE / "annotation_platform.sqlite"
+LOADING_SCRIPT = REPO / "loading_script" / "tcmqa.py"
 
 PLATFORM_SCHEMA = """
 CREATE TABLE user (user_id INTEGER PRIMARY KEY, username VARCHAR(64), assigned_questions TEXT);
@@ -61,3 +64,15 @@ def demo_interactions(items: list[dict]) -> list[tuple]:
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def loading_script():
+    """``loading_script/tcmqa.py`` loaded by path, as datasets users load a builder file.
+
+    It is loaded under another name: as ``tcmqa`` it would shadow the package it imports.
+    """
+    spec = importlib.util.spec_from_file_location("tcmqa_loading_script", LOADING_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve the module's annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module

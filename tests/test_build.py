@@ -15,6 +15,7 @@ from sources import DEMO_ITEMS
 from sources import SAMPLE_DB
 from sources import SAMPLE_ITEMS
 from sources import demo_interactions
+from sources import loading_script
 from sources import read_jsonl
 from sources import write_platform_db
 
@@ -24,11 +25,12 @@ from tcmqa.data import load_config
 from tcmqa.publish import InvalidTree
 from tcmqa.publish import publish
 from tcmqa.publish import validate_tree
-from tcmqa_loading.tcmqa import FEATURES
-from tcmqa_loading.tcmqa import TCMQA
-from tcmqa_loading.tcmqa import BuildReport
-from tcmqa_loading.tcmqa import clean_item
-from tcmqa_loading.tcmqa import pseudonym
+from tcmqa.schema import FEATURES
+from tcmqa.ingest import BuildReport
+from tcmqa.ingest import clean_item
+from tcmqa.ingest import pseudonym
+
+TCMQA = loading_script().TCMQA
 
 
 def item(qid: int, answer="B", **overrides) -> dict:

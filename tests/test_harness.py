@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from tcmqa_loading.tcmqa import OUTPUTS, RESULTS
+from tcmqa.schema import OUTPUTS, RESULTS
 from tcmqa_metric import score
 
 from tcmqa import harness, prompts
+from tcmqa.harness import EvalConfig
 from tcmqa.data import load_config
 from tcmqa.engines import load_engine
 from tcmqa.outputs import read_outputs
@@ -21,10 +21,8 @@ from tcmqa.results import PAPER_HUMAN_REFERENCE, confidence_gap, results_row
 pytest.importorskip("transformers")
 
 
-def parse(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    harness.add_arguments(parser)
-    return parser.parse_args(list(argv))
+def config(base: dict, **changes) -> EvalConfig:
+    return EvalConfig(**{**base, **changes})
 
 
 
@@ -35,14 +33,14 @@ def engine(tiny_dir):
 
 @pytest.fixture(scope="module")
 def base_args(tiny_dir, demo_tree):
-    return ["--model", str(tiny_dir), "--data", str(demo_tree), "--engine", "transformers", "--dtype", "float32",
-            "--batch-size", "4", "--chunk-size", "4"]
+    return {"model": str(tiny_dir), "data": str(demo_tree), "engine": "transformers", "dtype": "float32",
+            "batch_size": 4, "chunk_size": 4}
 
 
 @pytest.fixture(scope="module")
 def full_run(base_args, engine, tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
-    return harness.run(parse(*base_args, "--out", str(out)), engine=engine)
+    return harness.run(config(base_args, out=out), engine=engine)
 
 
 @pytest.fixture(scope="module")
@@ -118,10 +116,10 @@ def test_crash_then_resume_equals_an_uninterrupted_run(base_args, engine, full_r
 
     monkeypatch.setattr(engine, "generate", crash_on_third_chunk)
     with pytest.raises(KeyboardInterrupt):
-        harness.run(parse(*base_args, "--out", str(out)), engine=engine)
+        harness.run(config(base_args, out=out), engine=engine)
     monkeypatch.undo()
     assert len(list((out / "outputs").glob("part-*.parquet"))) == 2
-    resumed = harness.run(parse(*base_args, "--out", str(out), "--resume"), engine=engine)
+    resumed = harness.run(config(base_args, out=out, resume=True), engine=engine)
     total = full_run.results["n"]
     assert resumed.generated == total - 8
     pd.testing.assert_frame_equal(read_outputs(out), read_outputs(full_run.out))
@@ -130,13 +128,13 @@ def test_crash_then_resume_equals_an_uninterrupted_run(base_args, engine, full_r
 
 def test_a_finished_run_folder_is_not_overwritten_or_mixed(base_args, engine, full_run):
     with pytest.raises(SystemExit, match="--resume"):
-        harness.run(parse(*base_args, "--out", str(full_run.out)), engine=engine)
+        harness.run(config(base_args, out=full_run.out), engine=engine)
     with pytest.raises(SystemExit, match="different run.*n_items"):
-        harness.run(parse(*base_args, "--out", str(full_run.out), "--resume", "--limit", "5"), engine=engine)
+        harness.run(config(base_args, out=full_run.out, resume=True, limit=5), engine=engine)
 
 
 def test_limit_and_subset_only(base_args, engine, tmp_path, demo_tree):
-    report = harness.run(parse(*base_args, "--out", str(tmp_path / "a"), "--limit", "5", "--subset-only"),
+    report = harness.run(config(base_args, out=tmp_path / "a", limit=5, subset_only=True),
                          engine=engine)
     subset_ids = set(load_config(demo_tree, "subset").to_pandas()["item_id"])
     frame = read_outputs(report.out)
@@ -145,7 +143,7 @@ def test_limit_and_subset_only(base_args, engine, tmp_path, demo_tree):
 
 
 def test_dry_run_prints_three_prompts(base_args, capsys):
-    harness.main(parse(*base_args, "--dry-run"))
+    harness.run(config(base_args, dry_run=True))
     printed = capsys.readouterr().out
     assert printed.count("-----") == 3
     assert f"protocol {prompts.PROTOCOL}" in printed and "(multi)" in printed
@@ -158,12 +156,12 @@ def test_model_without_chat_template_needs_one(base_args, tiny_dir, tmp_path):
     bare = tmp_path / "bare"
     shutil.copytree(tiny_dir, bare)
     (bare / "chat_template.jinja").unlink()
-    args = [a if a != str(tiny_dir) else str(bare) for a in base_args]
+    args = {**base_args, "model": str(bare)}
     with pytest.raises(ValueError, match="--chat-template"):
-        harness.run(parse(*args, "--out", str(tmp_path / "x"), "--limit", "2"))
+        harness.run(config(args, out=tmp_path / "x", limit=2))
     template = tmp_path / "t.jinja"
     template.write_text("{% for m in messages %}{{ m['content'] }}{% endfor %}\n答案：")
-    report = harness.run(parse(*args, "--out", str(tmp_path / "y"), "--limit", "2", "--chat-template", str(template)))
+    report = harness.run(config(args, out=tmp_path / "y", limit=2, chat_template=template))
     assert report.results["n"] == 2
 
 

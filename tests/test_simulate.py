@@ -13,7 +13,7 @@ from tcmqa import tables
 from tcmqa.simulate import SimulationConfig
 from tcmqa.simulate import simulate
 from tcmqa.study import load_study
-from tcmqa_loading.tcmqa import FEATURES
+from tcmqa.schema import FEATURES
 
 MODELS = pd.DataFrame({"model": ["weak", "middling", "strong", "best"], "family": ["F1", "F1", "F2", "F2"],
                        "params_b": [0.5, 2.0, 7.0, 14.0], "single": [22.0, 45.0, 70.0, 80.0],

@@ -1,54 +1,20 @@
 """The Space launched for real on 127.0.0.1 and driven with gradio_client: refusals, sign-in, board,
-item explorer, queue, and 50 concurrent submissions. Only the Hub is faked (test_store_fakehub.py)."""
+item explorer, queue, and 50 concurrent submissions. Only the Hub is faked (fakehub.py)."""
 
 from __future__ import annotations
 
 import dataclasses
-import socket
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-SPACE = Path(__file__).resolve().parents[1] / "space"
-sys.path.insert(0, str(SPACE))
-sys.path.insert(0, str(Path(__file__).parent))
-import app as space_app  # noqa: E402
-from gradio_client import Client  # noqa: E402
-from settings import Settings  # noqa: E402
-from test_store_fakehub import FakeHub  # noqa: E402
-from test_validation import REFUSALS, SHA, hub_models  # noqa: E402
+from gradio_client import Client
+from space_fixtures import APP, REFUSALS, SHA, board, hub_models, launch, local_settings
 
-from tcmqa.store import SQLiteStore  # noqa: E402
-
-ALL_ORIGINS = ["reported", "evaluated", "reference"]
-BOARD_COLUMNS = ["Origin", "Family", "Params (B)", "Full", "Subset"]
-
-
-def local_settings(store_dir: Path, data: Path | str, **changes: Any) -> Settings:
-    base = Settings(hosted=False, store=str(store_dir), data=str(data), start_worker=False, worker_args="",
-                    max_params_b=8, remote_code_allowlist=frozenset(), rate_limit=5, rate_window_h=24, refresh_s=1)
-    return dataclasses.replace(base, **changes)
-
-
-def launch(settings: Settings, store: SQLiteStore, api: Any) -> tuple[Any, str]:
-    """Build and launch the app on a free loopback port, without blocking."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo = space_app.build_app(settings, store, api)
-    demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    return demo, f"http://127.0.0.1:{port}/"
-
-
-def board(client: Client, search: str = "", families: list[str] | None = None, size_min: float | None = None,
-          size_max: float | None = None) -> list[dict]:
-    table = client.predict(search, families or [], size_min, size_max, ALL_ORIGINS, BOARD_COLUMNS, "Full", True,
-                           api_name="/board")
-    return [dict(zip(table["headers"], row)) for row in table["data"]]
-
+from tcmqa.leaderboard.settings import Settings
+from tcmqa.store import SQLiteStore
 
 @pytest.fixture(scope="module")
 def space(tmp_path_factory: pytest.TempPathFactory, demo_tree: Path):
@@ -164,11 +130,10 @@ def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     hosted = Settings.from_env()
     assert hosted.store.startswith("hub:") and not hosted.start_worker
     assert hosted.policy().remote_code_allowlist == frozenset({"a/b", "c/*"}) and hosted.policy().protocol == "v1"
-    assert FakeHub  # the fake Hub is the only stand-in
 
 
 def test_item_explorer_on_a_tree_without_responses(tmp_path: Path, demo_items: list[dict]) -> None:
-    from explorer import Explorer
+    from tcmqa.leaderboard.explorer import Explorer
     from sources import DEMO_ITEMS
 
     from tcmqa.build import build
@@ -183,7 +148,7 @@ def test_the_web_process_imports_no_engine() -> None:
     """DESIGN's rule: the Space's web process never imports an engine (the worker process does)."""
     import subprocess
 
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import app; "
+    code = ("import runpy, sys; runpy.run_path(sys.argv[1], run_name='space_app'); "
             "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'evaluate') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code, str(SPACE)], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code, str(APP)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

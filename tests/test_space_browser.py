@@ -12,12 +12,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_space import launch, local_settings  # noqa: E402
-from test_validation import hub_models  # noqa: E402
-from test_worker import STAND_IN  # noqa: E402
+from space_fixtures import hub_models, launch, local_settings
+from stand_in import STAND_IN
 
-from tcmqa.store import SQLiteStore  # noqa: E402
+from tcmqa.store import SQLiteStore
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
@@ -37,7 +35,7 @@ def test_board_filters_and_submission_status(tmp_path: Path, demo_tree: Path) ->
     script = tmp_path / "stand_in.py"
     script.write_text(STAND_IN)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tcmqa.cli", "worker", "--store", str(store.root), "--data", str(demo_tree),
+        [sys.executable, "-m", "tcmqa", "worker", "--store", str(store.root), "--data", str(demo_tree),
          "--runs", str(tmp_path / "runs"), "--heartbeat", "0.5", "--poll", "0.5",
          "--command", f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}"],
         env={**os.environ, "STAND_IN_STARTS": str(tmp_path / "starts.txt"), "STAND_IN_STEPS": "10", "STAND_IN_SLEEP": "0.6"})

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from gradio_client import Client  # noqa: E402
-from test_space import board, launch, local_settings  # noqa: E402
-from test_store_fakehub import FakeHub  # noqa: E402
+from gradio_client import Client
+from space_fixtures import board, launch, local_settings
+from fakehub import FakeHub
 
-from tcmqa.store import FINISHED, SQLiteStore  # noqa: E402
+from tcmqa.store import FINISHED, SQLiteStore
 
 LIMIT = 8
 
@@ -26,7 +25,7 @@ def test_local_gemma_evaluated_and_on_the_board(tmp_path: Path, demo_tree: Path,
     store = SQLiteStore(tmp_path / "store")
     demo, url = launch(local_settings(store.root, demo_tree), store, FakeHub())
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tcmqa.cli", "worker", "--store", str(store.root), "--data", str(demo_tree),
+        [sys.executable, "-m", "tcmqa", "worker", "--store", str(store.root), "--data", str(demo_tree),
          "--runs", str(tmp_path / "runs"), "--engine", "transformers", "--limit", str(LIMIT), "--heartbeat", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -13,8 +13,7 @@ import pytest
 
 from tcmqa.store import FAILED, FINISHED, PENDING, RUNNING, DuplicateError, HubStore, SQLiteStore, Store, open_store
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_store_fakehub import FakeHub  # noqa: E402
+from fakehub import FakeHub
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

@@ -4,61 +4,21 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "space"))
-sys.path.insert(0, str(Path(__file__).parent))
-from test_store_fakehub import FakeHub  # noqa: E402
-from validation import Policy, Rejected, enqueue, submitter, validate  # noqa: E402
+from fakehub import FakeHub
+from space_fixtures import REFUSALS, SHA, hub_models
 
-from tcmqa.store import SQLiteStore  # noqa: E402
+from tcmqa.leaderboard.validation import Policy, Rejected, enqueue, submitter, validate
+from tcmqa.models import local_revision
+from tcmqa.store import SQLiteStore
 
-SHA = "c" * 40
 LOCAL = Policy(hosted=False, protocol="v1", max_params_b=8, remote_code_allowlist=frozenset({"trusted/*"}))
 HOSTED = Policy(hosted=True, protocol="v1", max_params_b=8, rate_limit=2)
-
-
-def hub_models() -> FakeHub:
-    """One model per refusal, named for it; 'org/good' passes every check."""
-    hub = FakeHub()
-    hub.add_model("org/good", sha=SHA, revisions=("main", "v1.0"))
-    hub.add_model("org/gated", gated="manual", access=False)
-    hub.add_model("org/gated-ok", sha="d" * 40, gated="auto", access=True)
-    hub.add_model("org/pickle", files=("config.json", "pytorch_model.bin", "tokenizer_config.json"))
-    hub.add_model("org/noweights", files=("config.json", "tokenizer_config.json"))
-    hub.add_model("org/custom", config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}})
-    hub.add_model("trusted/custom", sha="e" * 40, config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}})
-    hub.add_model("org/huge", params=70_000_000_000)
-    hub.add_model("org/nometa", params=None)
-    hub.add_model("org/notemplate", tokenizer_config={"eos_token": "</s>"})
-    hub.add_model("org/jinja", sha="f" * 40, files=("config.json", "model.safetensors", "chat_template.jinja"))
-    hub.add_model("org/bert", config={"architectures": ["BertForMaskedLM"], "model_type": "bert"})
-    hub.add_model("org/badsha", sha="main")
-    return hub
-
-
-# (model id, revision, what the refusal says) — shared with the gradio_client test in test_space.py
-REFUSALS = [
-    ("", "", "Enter a model id"),
-    ("not-an-id", "", "is not a model id: use the form owner/name"),
-    ("org/bad name!", "", "is not a valid model id"),
-    ("org/missing", "", "was not found on the Hub"),
-    ("org/good", "no-such-branch", "Revision 'no-such-branch' does not exist"),
-    ("org/badsha", "", "did not resolve to a commit sha"),
-    ("org/gated", "", "is gated and this leaderboard has not been granted access"),
-    ("org/pickle", "", "has only pickle weights"),
-    ("org/noweights", "", "has no weight files"),
-    ("org/custom", "", "needs custom code (auto_map"),
-    ("org/huge", "", "has 70B parameters; this Space's GPU takes at most 8B"),
-    ("org/nometa", "", "parameter count is not available"),
-    ("org/notemplate", "", "has no chat template"),
-    ("org/bert", "", "architecture BertForMaskedLM is not supported"),
-]
 
 
 @pytest.fixture
@@ -129,8 +89,12 @@ def test_local_folder_counts_params_and_fingerprints(store: SQLiteStore, tmp_pat
     folder = write_folder(tmp_path / "my-model", shape=(1000, 270_000))
     accepted = validate(str(folder), "", user="local", api=FakeHub(), store=store, policy=LOCAL)
     assert (accepted.model, accepted.params_b, accepted.path) == ("my-model", 0.27, str(folder.resolve()))
-    assert len(accepted.revision) == 40 and accepted.meta()["path"] == str(folder.resolve())
+    # pinned by the revision the harness records for the same folder (tcmqa.models.local_revision)
+    assert accepted.revision == local_revision(folder) and accepted.revision.startswith("local-")
+    assert accepted.meta()["path"] == str(folder.resolve())
     assert validate(str(folder), "", user="local", api=FakeHub(), store=store, policy=LOCAL).revision == accepted.revision
+    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}!"}))
+    assert validate(str(folder), "", user="local", api=FakeHub(), store=store, policy=LOCAL).revision != accepted.revision
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -15,32 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from stand_in import STAND_IN
+
 from tcmqa.store import FAILED, FINISHED, RUNNING, SQLiteStore
 from tcmqa.worker import WorkerConfig, harness_command, run_job, work
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
-STAND_IN = r'''
-import argparse, json, os, sys, time
-from pathlib import Path
-import pandas as pd
-p = argparse.ArgumentParser()
-for flag in ("--model", "--revision", "--data", "--out", "--name", "--family"):
-    p.add_argument(flag)
-a = p.parse_args()
-out = Path(a.out)
-with open(os.environ["STAND_IN_STARTS"], "a") as f:
-    f.write(f"{a.model} {os.getpid()}\n")
-for i in range(int(os.environ.get("STAND_IN_STEPS", "1"))):
-    print(f"{i + 1}/10 items", flush=True)
-    time.sleep(float(os.environ.get("STAND_IN_SLEEP", "0")))
-if os.environ.get("STAND_IN_FAIL"):
-    print("Traceback: CUDA out of memory", file=sys.stderr)
-    sys.exit(3)
-(out / "outputs").mkdir(parents=True, exist_ok=True)
-pd.DataFrame({"model": [a.model], "item_id": ["1"]}).to_parquet(out / "outputs" / "part-00000.parquet")
-(out / "results.json").write_text(json.dumps({"model": a.model, "full": 20.0, "n": 10, "engine": "stand-in"}))
-'''
 
 
 @pytest.fixture
@@ -69,7 +50,7 @@ def _cfg(tmp_path: Path, command: str, **kw) -> WorkerConfig:
 
 
 def _spawn_worker(store_dir: Path, tmp_path: Path, command: str, *extra: str) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "tcmqa.cli", "worker", "--store", str(store_dir), "--data", "demo-tree",
+    argv = [sys.executable, "-m", "tcmqa", "worker", "--store", str(store_dir), "--data", "demo-tree",
             "--runs", str(tmp_path / "runs"), "--command", command, "--heartbeat", "0.3", "--poll", "0.1", *extra]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -79,7 +60,7 @@ def test_harness_command_template(tmp_path: Path) -> None:
     cfg = WorkerConfig(data="TechTCM/TCMQA", runs=tmp_path, engine="vllm", dtype="float32", limit=5)
     hub = store.submit("org/m", SHA, "v1", "u", {"family": "qwen2"})
     assert harness_command(cfg, hub, tmp_path / "r")[1:] == [
-        "-m", "tcmqa.cli", "eval", "--model", "org/m", "--data", "TechTCM/TCMQA", "--out", str(tmp_path / "r"),
+        "-m", "tcmqa", "eval", "--model", "org/m", "--data", "TechTCM/TCMQA", "--out", str(tmp_path / "r"),
         "--revision", SHA, "--name", "org/m", "--family", "qwen2", "--engine", "vllm", "--dtype", "float32",
         "--limit", "5"]
     local = store.submit("m", SHA, "v1", "u", {"path": "/models/m"})

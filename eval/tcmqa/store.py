@@ -474,7 +474,7 @@ def _results_parquet(row: dict[str, Any]) -> bytes:
     """One results row as Parquet with the dataset's RESULTS features (the ``results`` config)."""
     import datasets
 
-    from tcmqa_loading.tcmqa import RESULTS
+    from tcmqa.schema import RESULTS
 
     full = {name: row.get(name) for name in RESULTS}
     buf = io.BytesIO()

@@ -12,6 +12,7 @@ import argparse
 import ctypes
 import dataclasses
 import json
+import logging
 import os
 import shlex
 import signal
@@ -23,28 +24,50 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from tcmqa import flags
+from tcmqa.engines import DTYPES, ENGINES
 from tcmqa.outputs import part_files
+from tcmqa.schema import HUB_ID
 from tcmqa.store import Job, Store, open_store
 
-DEFAULT_COMMAND = "{python} -m tcmqa.cli eval --model {model} --data {data} --out {out}"
+DEFAULT_COMMAND = "{python} -m tcmqa eval --model {model} --data {data} --out {out}"
 LOG_TAIL_CHARS = 4000
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
 class WorkerConfig:
-    """Everything a worker needs besides its store; every field has a command-line flag."""
+    """A worker: where its jobs come from and how it runs them; every field is a ``tcmqa worker`` flag."""
 
-    data: str
-    runs: Path
-    command: str = DEFAULT_COMMAND
-    engine: str | None = None
-    dtype: str | None = None
-    limit: int | None = None
-    timeout_s: float = 4 * 3600
-    heartbeat_s: float = 10.0
-    stale_after_s: float = 120.0
-    max_attempts: int = 3
-    poll_s: float = 2.0
+    store: str = dataclasses.field(default=".cache/space", metadata={
+        "env": "TCMQA_STORE", "help": "SQLite store directory, or hub:REQUESTS_REPO,RESULTS_REPO"})
+    data: str = dataclasses.field(default=HUB_ID, metadata={
+        "env": "TCMQA_DATA", "help": "Hub id or built tree passed to the harness"})
+    runs: Path = dataclasses.field(default=Path(".cache/space-runs"), metadata={
+        "env": "TCMQA_RUNS", "help": "where run folders and logs go"})
+    command: str = dataclasses.field(default=DEFAULT_COMMAND, metadata={
+        "env": "TCMQA_WORKER_COMMAND",
+        "help": "harness command template; placeholders {python} {model} {data} {out}; "
+                "--revision, --name, --family, --engine, --dtype, --limit are appended"})
+    engine: str | None = dataclasses.field(default=None, metadata={
+        "env": "TCMQA_ENGINE", "choices": sorted(ENGINES), "help": "harness engine (default: the harness's)"})
+    dtype: str | None = dataclasses.field(default=None, metadata={
+        "env": "TCMQA_DTYPE", "choices": DTYPES,
+        "help": "harness dtype (float32 on CPUs without native bf16, where bf16 is emulated and slow)"})
+    limit: int | None = dataclasses.field(default=None, metadata={
+        "help": "evaluate only the first N items (smoke runs)", "metavar": "N"})
+    timeout_s: float = dataclasses.field(default=4 * 3600, metadata={"help": "seconds a harness run may take"})
+    heartbeat_s: float = dataclasses.field(default=10.0, metadata={"help": "seconds between heartbeats"})
+    stale_after_s: float = dataclasses.field(default=120.0, metadata={
+        "help": "re-queue RUNNING jobs silent this many seconds"})
+    max_attempts: int = dataclasses.field(default=3, metadata={"help": "attempts before a job is FAILED"})
+    poll_s: float = dataclasses.field(default=2.0, metadata={"help": "seconds between polls of an empty queue"})
+    once: bool = dataclasses.field(default=False, metadata={"help": "exit when the queue is empty"})
+    name: str | None = dataclasses.field(default=None, metadata={
+        "help": "worker name in claims (default host-pid-random)"})
+
+    def __post_init__(self) -> None:
+        self.runs = Path(self.runs).expanduser()
 
 
 def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
@@ -140,48 +163,25 @@ def work(store: Store, cfg: WorkerConfig, name: str, once: bool = False) -> int:
     done = 0
     while True:
         for job in store.requeue_stale(cfg.stale_after_s, cfg.max_attempts):
-            print(f"[{name}] {job.id} {job.status}: {job.reason or job.progress}", flush=True)
+            logger.warning("[%s] %s %s: %s", name, job.id, job.status, job.reason or job.progress)
         job = store.claim(name)
         if job is None:
             if once:
                 return done
             time.sleep(cfg.poll_s)
             continue
-        print(f"[{name}] running {job.id} {job.model}@{job.revision[:12]} (attempt {job.attempts})", flush=True)
-        print(f"[{name}] {job.id} {run_job(store, job, cfg)}", flush=True)
+        logger.info("[%s] running %s %s@%s (attempt %d)", name, job.id, job.model, job.revision[:12], job.attempts)
+        logger.info("[%s] %s %s", name, job.id, run_job(store, job, cfg))
         done += 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    env = os.environ.get
-    parser.add_argument("--store", default=env("TCMQA_STORE", ".cache/space"), help="SQLite store directory, or hub:REQUESTS_REPO,RESULTS_REPO")
-    parser.add_argument("--data", default=env("TCMQA_DATA", "TechTCM/TCMQA"), help="Hub id or built tree passed to the harness")
-    parser.add_argument("--runs", type=Path, default=Path(env("TCMQA_RUNS", ".cache/space-runs")), help="where run folders and logs go")
-    parser.add_argument("--command", default=env("TCMQA_WORKER_COMMAND", DEFAULT_COMMAND),
-                        help="harness command template; placeholders {python} {model} {data} {out}; "
-                             "--revision, --name, --family, --engine, --dtype, --limit are appended")
-    parser.add_argument("--engine", choices=["vllm", "transformers"], default=env("TCMQA_ENGINE"))
-    parser.add_argument("--dtype", choices=["bfloat16", "float32", "auto"], default=env("TCMQA_DTYPE"),
-                        help="harness dtype (float32 on CPUs without native bf16, where bf16 is emulated and slow)")
-    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N items (smoke runs)")
-    parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds a harness run may take")
-    parser.add_argument("--heartbeat", type=float, default=10.0, help="seconds between heartbeats")
-    parser.add_argument("--stale-after", type=float, default=120.0, help="re-queue RUNNING jobs silent this long")
-    parser.add_argument("--max-attempts", type=int, default=3, help="attempts before a job is FAILED")
-    parser.add_argument("--poll", type=float, default=2.0, help="seconds between polls of an empty queue")
-    parser.add_argument("--once", action="store_true", help="exit when the queue is empty")
-    parser.add_argument("--name", default=None, help="worker name in claims (default host-pid-random)")
+    flags.add_flags(parser, WorkerConfig)
 
 
 def main(args: argparse.Namespace) -> int:
-    cfg = WorkerConfig(
-        data=args.data, runs=args.runs.expanduser(), command=args.command, engine=args.engine, dtype=args.dtype,
-        limit=args.limit,
-        timeout_s=args.timeout, heartbeat_s=args.heartbeat, stale_after_s=args.stale_after,
-        max_attempts=args.max_attempts, poll_s=args.poll,
-    )
-    name = args.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
-    store = open_store(args.store)
-    print(f"[{name}] worker on {args.store}, data {args.data}", flush=True)
-    work(store, cfg, name, once=args.once)
+    cfg = flags.from_args(WorkerConfig, args)
+    name = cfg.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
+    logger.info("[%s] worker on %s, data %s", name, cfg.store, cfg.data)
+    work(open_store(cfg.store), cfg, name, once=cfg.once)
     return 0

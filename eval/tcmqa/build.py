@@ -11,9 +11,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tcmqa_card import render_card
-from tcmqa_loading.tcmqa import FEATURES
-from tcmqa_loading.tcmqa import build_tables
+from tcmqa.card import render_card
+from tcmqa.schema import FEATURES
+from tcmqa.ingest import build_tables
 
 REPORT_NAME = "build_report.json"
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from tcmqa import stats
 from tcmqa.study import Study
-from tcmqa_loading.tcmqa import DOMAINS
+from tcmqa.schema import DOMAINS
 
 DIFFICULTY_LEVELS = (1, 2, 3, 4, 5)
 

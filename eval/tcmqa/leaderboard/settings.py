@@ -6,7 +6,7 @@ import dataclasses
 import os
 
 from tcmqa.prompts import PROTOCOL
-from validation import Policy
+from tcmqa.leaderboard.validation import Policy
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,32 +21,58 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from tcmqa import flags, prompts
 from tcmqa import outputs as outputs_mod
-from tcmqa import prompts
-from tcmqa.engines import ENGINES, Engine, load_engine
+from tcmqa.engines import DTYPES, ENGINES, Engine, load_engine
+from tcmqa.models import count_parameters
+from tcmqa.schema import HUB_ID, RESULT_COLUMNS
 
 MANIFEST = "run.json"
 STAGES = ("load", "render", "generate", "score", "write")
 
 
+@dataclass
+class EvalConfig:
+    """One evaluation under the frozen protocol; every field is the ``tcmqa eval`` flag of the same name.
+
+    The library API is ``run(EvalConfig(model=..., data=...))``; the CLI and the worker build this too.
+    """
+
+    model: str = field(metadata={"help": "Hub model id or a local model folder"})
+    data: str = field(default=HUB_ID, metadata={"help": "Hub dataset id or a tree written by `tcmqa build`"})
+    engine: str = field(default="vllm", metadata={"help": "inference engine", "choices": sorted(ENGINES)})
+    revision: str | None = field(default=None, metadata={"help": "model revision on the Hub (branch, tag or commit)"})
+    data_revision: str | None = field(default=None, metadata={"help": "dataset revision on the Hub"})
+    dtype: str = field(default="bfloat16", metadata={
+        "help": "weights dtype; float32 on CPUs without native bf16, where bf16 is emulated and slow",
+        "choices": DTYPES})
+    limit: int | None = field(default=None, metadata={"help": "evaluate only the first N items", "metavar": "N"})
+    subset_only: bool = field(default=False, metadata={"help": "only the practitioners' comparison subset"})
+    out: Path | None = field(default=None, metadata={"help": "run folder (default: runs/<model name>)"})
+    resume: bool = field(default=False, metadata={"help": "continue an interrupted run in --out"})
+    dry_run: bool = field(default=False, metadata={"help": "print three rendered prompts and stop"})
+    chat_template: Path | None = field(default=None, metadata={
+        "help": "Jinja chat template for models without one", "metavar": "FILE"})
+    chunk_size: int = field(default=256, metadata={"help": "items per engine call and per output part"})
+    batch_size: int = field(default=32, metadata={"help": "transformers engine: sequences per forward pass"})
+    enforce_eager: bool = field(default=False, metadata={"help": "vLLM: skip graph compilation (faster start)"})
+    name: str | None = field(default=None, metadata={
+        "help": "model name in the rows (default: the Hub id, or a local folder's name)"})
+    family: str | None = field(default=None, metadata={"help": "model family shown on the leaderboard, e.g. Qwen2"})
+
+    def __post_init__(self) -> None:
+        self.model = str(self.model)
+        self.data = str(self.data)
+        self.out = None if self.out is None else Path(self.out)
+        self.chat_template = None if self.chat_template is None else Path(self.chat_template)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> EvalConfig:
+        return flags.from_args(cls, args)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="Hub model id or a local model folder")
-    parser.add_argument("--data", default="TechTCM/TCMQA", help="Hub dataset id or a tree written by `tcmqa build`")
-    parser.add_argument("--engine", choices=sorted(ENGINES), default="vllm")
-    parser.add_argument("--revision", help="model revision on the Hub (branch, tag or commit)")
-    parser.add_argument("--data-revision", help="dataset revision on the Hub")
-    parser.add_argument("--dtype", choices=("bfloat16", "float32", "auto"), default="bfloat16")
-    parser.add_argument("--limit", type=int, metavar="N", help="evaluate only the first N items")
-    parser.add_argument("--subset-only", action="store_true", help="only the practitioners' comparison subset")
-    parser.add_argument("--out", type=Path, help="run folder (default: runs/<model name>)")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    parser.add_argument("--dry-run", action="store_true", help="print three rendered prompts and stop")
-    parser.add_argument("--chat-template", type=Path, metavar="FILE", help="Jinja chat template for models without one")
-    parser.add_argument("--chunk-size", type=int, default=256, help="items per engine call and per output part")
-    parser.add_argument("--batch-size", type=int, default=32, help="transformers engine: sequences per forward pass")
-    parser.add_argument("--enforce-eager", action="store_true", help="vLLM: skip graph compilation (faster start)")
-    parser.add_argument("--name", help="model name in the rows (default: the Hub id, or a local folder's name)")
-    parser.add_argument("--family", help="model family shown on the leaderboard, e.g. Qwen2")
+    flags.add_flags(parser, EvalConfig)
 
 
 @dataclass
@@ -74,32 +100,32 @@ class Stopwatch:
             self.seconds[stage] += time.perf_counter() - start
 
 
-def model_name(args: argparse.Namespace) -> str:
-    if args.name:
-        return args.name
-    path = Path(args.model).expanduser()
-    return path.resolve().name if path.is_dir() else args.model
+def model_name(config: EvalConfig) -> str:
+    if config.name:
+        return config.name
+    path = Path(config.model).expanduser()
+    return path.resolve().name if path.is_dir() else config.model
 
 
-def select_items(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any]:
+def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any]:
     """The items to evaluate, in corpus order (flagged items excluded), and the subset table or None."""
     from tcmqa.data import has_config, load_config
 
-    corpus = load_config(args.data, "corpus", args.data_revision)
+    corpus = load_config(config.data, "corpus", config.data_revision)
     subset = None
-    if has_config(args.data, "subset"):
-        subset = load_config(args.data, "subset", args.data_revision).to_pandas()
-    elif args.subset_only:
-        raise SystemExit(f"--subset-only needs a 'subset' config and {args.data} has none; rebuild it with "
+    if has_config(config.data, "subset"):
+        subset = load_config(config.data, "subset", config.data_revision).to_pandas()
+    elif config.subset_only:
+        raise SystemExit(f"--subset-only needs a 'subset' config and {config.data} has none; rebuild it with "
                          "`tcmqa build --platform-db ...`")
     items = [item for item in corpus.to_list() if not item["flagged"]]
-    if args.subset_only:
+    if config.subset_only:
         wanted = set(subset["item_id"])
         items = [item for item in items if item["id"] in wanted]
-    if args.limit is not None:
-        items = items[: args.limit]
+    if config.limit is not None:
+        items = items[: config.limit]
     if not items:
-        raise SystemExit(f"no items to evaluate in {args.data} (after --subset-only/--limit)")
+        raise SystemExit(f"no items to evaluate in {config.data} (after --subset-only/--limit)")
     return items, subset
 
 
@@ -112,22 +138,22 @@ def data_fingerprint(items: list[dict[str, Any]]) -> str:
     return digest.hexdigest()[:16]
 
 
-def read_template(args: argparse.Namespace) -> str | None:
-    if args.chat_template is None:
+def read_template(config: EvalConfig) -> str | None:
+    if config.chat_template is None:
         return None
-    if not args.chat_template.is_file():
-        raise SystemExit(f"--chat-template {args.chat_template} is not a file")
-    return args.chat_template.read_text(encoding="utf-8")
+    if not config.chat_template.is_file():
+        raise SystemExit(f"--chat-template {config.chat_template} is not a file")
+    return config.chat_template.read_text(encoding="utf-8")
 
 
-def dry_run(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
+def dry_run(config: EvalConfig, items: list[dict[str, Any]]) -> None:
     """Print three rendered prompts (two single-answer and a multi-answer one where possible)."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(args.model, revision=args.revision)
+    tokenizer = AutoTokenizer.from_pretrained(config.model, revision=config.revision)
     multi = [item for item in items if item["answer_type"] == "multi"][:1]
     shown = [item for item in items if item["answer_type"] == "single"][: 3 - len(multi)] + multi
-    template = read_template(args)
+    template = read_template(config)
     for item in shown:
         text = prompts.render_prompt(tokenizer, prompts.render_messages(item), template)
         print(f"----- {item['id']} ({item['answer_type']}) protocol {prompts.PROTOCOL} "
@@ -154,46 +180,46 @@ def check_out_dir(out: Path, manifest: dict[str, Any], resume: bool) -> None:
         raise SystemExit(f"cannot resume: {out} holds a different run ({detail}). Use another --out.")
 
 
-def engine_options(args: argparse.Namespace) -> dict[str, Any]:
-    if args.engine == "transformers":
-        return {"batch_size": args.batch_size}
-    return {"enforce_eager": True} if args.enforce_eager else {}
+def engine_options(config: EvalConfig) -> dict[str, Any]:
+    if config.engine == "transformers":
+        return {"batch_size": config.batch_size}
+    return {"enforce_eager": True} if config.enforce_eager else {}
 
 
-def run(args: argparse.Namespace, engine: Engine | None = None) -> Report:
-    """Evaluate; ``engine`` lets a caller reuse a loaded engine (it must match ``args``)."""
+def run(config: EvalConfig, engine: Engine | None = None) -> Report:
+    """Evaluate; ``engine`` lets a caller reuse a loaded engine (it must match ``config``)."""
     watch = Stopwatch()
     with watch("load"):
-        items, subset = select_items(args)
-        if args.dry_run:
-            dry_run(args, items)
+        items, subset = select_items(config)
+        if config.dry_run:
+            dry_run(config, items)
             return Report({}, Path(), 0)
-        chat_template = read_template(args)
+        chat_template = read_template(config)
         if engine is None:
-            engine = load_engine(args.engine, args.model, revision=args.revision, dtype=args.dtype,
-                                 chat_template=chat_template, **engine_options(args))
-        elif (engine.name, engine.model_id, engine.chat_template) != (args.engine, args.model, chat_template) or (
-            args.dtype != "auto" and engine.dtype != args.dtype
+            engine = load_engine(config.engine, config.model, revision=config.revision, dtype=config.dtype,
+                                 chat_template=chat_template, **engine_options(config))
+        elif (engine.name, engine.model_id, engine.chat_template) != (config.engine, config.model, chat_template) or (
+            config.dtype != "auto" and engine.dtype != config.dtype
         ):
             raise ValueError("the engine passed in was loaded for another engine, model, dtype or chat template")
-    name = model_name(args)
-    out = args.out or Path("runs") / name.replace("/", "__")
+    name = model_name(config)
+    out = config.out or Path("runs") / name.replace("/", "__")
     manifest = {
         "model": name,
         **engine.describe(),
         "protocol": prompts.PROTOCOL,
         "chat_template": None if chat_template is None else prompts.prompt_hash(chat_template)[:16],
-        "data": str(args.data),
-        "data_revision": args.data_revision,
+        "data": str(config.data),
+        "data_revision": config.data_revision,
         "data_fingerprint": data_fingerprint(items),
         "n_items": len(items),
-        "chunk_size": args.chunk_size,
+        "chunk_size": config.chunk_size,
     }
-    check_out_dir(out, manifest, args.resume)
+    check_out_dir(out, manifest, config.resume)
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
 
-    chunks = [items[start : start + args.chunk_size] for start in range(0, len(items), args.chunk_size)]
+    chunks = [items[start : start + config.chunk_size] for start in range(0, len(items), config.chunk_size)]
     generated = 0
     with tqdm(total=len(items), desc=f"{name} ({engine.name})", unit="item") as bar:
         for index, chunk in enumerate(chunks):
@@ -213,39 +239,39 @@ def run(args: argparse.Namespace, engine: Engine | None = None) -> Report:
             bar.update(len(chunk))
 
     with watch("write"):
-        results = summarise(out, items, subset, engine, args)
+        results = summarise(out, items, subset, engine, config)
     return Report(results, out, generated, dict(watch.seconds))
 
 
 def summarise(out: Path, items: list[dict[str, Any]], subset: Any, engine: Engine,
-              args: argparse.Namespace) -> dict[str, Any]:
+              config: EvalConfig) -> dict[str, Any]:
     """Check the run is complete and exact, then write the results row."""
-    from tcmqa.engines.base import count_parameters
     from tcmqa.results import results_row
 
     frame = outputs_mod.read_outputs(out)
     if frame["item_id"].tolist() != [item["id"] for item in items]:
         raise RuntimeError(f"{out} does not hold exactly one row per item in order; rerun into an empty --out")
     facts = engine.describe()
-    results = results_row(frame, subset, family=args.family, params_b=count_parameters(engine.path),
+    results = results_row(frame, subset, family=config.family, params_b=count_parameters(engine.path) / 1e9,
                           engine=facts["engine"], engine_version=facts["engine_version"], dtype=facts["dtype"])
     (out / outputs_mod.RESULTS_FILE).write_text(json.dumps(results, ensure_ascii=False, indent=1))
     return results
 
 
 def format_row(results: dict[str, Any]) -> str:
-    """The leaderboard row as two aligned lines of text."""
-    columns = ["model", "full", "single", "multi", "subset", "delta_human", "lp_full", "multi_f1",
-               "confidence_gap", "n"]
-    cells = [("—" if results[c] is None else f"{results[c]:.2f}" if isinstance(results[c], float) else str(results[c]))
-             for c in columns]
-    widths = [max(len(c), len(v)) for c, v in zip(columns, cells)]
-    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in (columns, cells))
+    """The leaderboard row as two aligned lines of text (the columns marked ``cli`` in the schema)."""
+    columns = [c for c in RESULT_COLUMNS if c.cli]
+    values = [results.get(c.name) for c in columns]
+    cells = ["—" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v) for v in values]
+    labels = [c.label for c in columns]
+    widths = [max(len(label), len(cell)) for label, cell in zip(labels, cells)]
+    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in (labels, cells))
 
 
 def main(args: argparse.Namespace) -> int:
-    report = run(args)
-    if args.dry_run:
+    config = EvalConfig.from_args(args)
+    report = run(config)
+    if config.dry_run:
         return 0
     print(format_row(report.results))
     print(f"outputs and results in {report.out}")

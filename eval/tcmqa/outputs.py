@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tcmqa_loading.tcmqa import OUTPUTS
+from tcmqa.schema import OUTPUTS
 from tcmqa_metric import LETTERS, parse_text, score
 
 from tcmqa import prompts

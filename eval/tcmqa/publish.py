@@ -12,9 +12,9 @@ from huggingface_hub import DatasetCard
 from huggingface_hub import HfApi
 
 from tcmqa.build import REPORT_NAME
-from tcmqa_loading.tcmqa import FEATURES
-from tcmqa_loading.tcmqa import LETTERS
-from tcmqa_loading.tcmqa import RATERS_PER_ITEM
+from tcmqa.schema import FEATURES
+from tcmqa_metric import LETTERS
+from tcmqa.schema import RATERS_PER_ITEM
 
 
 class InvalidTree(ValueError):

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import datasets
 
-SPLIT = "test"  # every config has one split, named for what a benchmark is
+from tcmqa.schema import SPLIT
+
 
 
 def load_config(data: str | Path, config: str, revision: str | None = None) -> datasets.Dataset:

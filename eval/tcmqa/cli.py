@@ -2,12 +2,15 @@
 
 Each stage lives in its own module, which exposes ``add_arguments(parser)`` and ``main(args)``;
 modules are imported only when their command runs, so ``tcmqa build`` never loads an engine.
+A command's own output (a results row, a build summary) goes to stdout; diagnostics go through
+``logging`` to stderr, at INFO by default, DEBUG with ``-v`` and WARNING with ``-q``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -23,9 +26,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tcmqa", description=__doc__.splitlines()[0])
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument("-v", "--verbose", action="store_true", help="debug diagnostics")
+    verbosity.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
     sub = parser.add_subparsers(dest="command", required=True)
     argv = sys.argv[1:] if argv is None else argv
-    wanted = argv[0] if argv and argv[0] in COMMANDS else None
+    wanted = next((a for a in argv if not a.startswith("-")), None)  # the command follows -v/-q
     for name, (module, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text)
         if name == wanted:  # import only the module that runs
@@ -33,8 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             mod.add_arguments(command)
             command.set_defaults(run=mod.main)
     args = parser.parse_args(argv)
+    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     return int(args.run(args) or 0)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

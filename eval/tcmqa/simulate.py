@@ -45,10 +45,10 @@ import pyarrow.parquet as pq
 from tcmqa.build import build
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import results_row
-from tcmqa_loading.tcmqa import BLOCK_SIZE
-from tcmqa_loading.tcmqa import DOMAINS
-from tcmqa_loading.tcmqa import FEATURES
-from tcmqa_loading.tcmqa import RATERS_PER_ITEM
+from tcmqa.schema import BLOCK_SIZE
+from tcmqa.schema import DOMAINS
+from tcmqa.schema import FEATURES
+from tcmqa.schema import RATERS_PER_ITEM
 from tcmqa_metric import LETTERS
 from tcmqa_metric import score
 

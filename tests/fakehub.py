@@ -2,7 +2,7 @@
 
 Repos are commit chains of {path: bytes}; ``create_commit`` refuses a stale ``parent_commit`` with
 HTTP 412, as the Hub does. Models are plain records answered by ``model_info``/``auth_check``.
-Other test modules import it after putting tests/ on sys.path (tests are not a package).
+Test modules import it as ``from fakehub import FakeHub`` (pytest puts tests/ on the path).
 """
 
 from __future__ import annotations

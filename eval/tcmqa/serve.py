@@ -1,7 +1,8 @@
 """``tcmqa serve``: run the leaderboard Space locally, offline, on the embedded SQLite store.
 
-The Space's code lives in ``space/`` of a source checkout (it deploys to the Space repo on its own);
-this command sets its environment and runs ``space/app.py``, which also starts one worker.
+The Space's UI wiring is ``space/app.py`` of a source checkout (it deploys to the Space repo on its
+own; its logic is ``tcmqa.leaderboard``). This command sets the app's environment and runs it; the app
+also starts one worker.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import runpy
 import sys
 from pathlib import Path
 
-DEFAULT_APP = Path(__file__).resolve().parents[1] / "space" / "app.py"
+DEFAULT_APP = Path("space") / "app.py"  # relative to the working directory: run from a checkout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +34,5 @@ def main(args: argparse.Namespace) -> int:
     os.environ.update(TCMQA_STORE=args.store, TCMQA_DATA=args.data, TCMQA_WORKER_ARGS=args.worker_args,
                       TCMQA_START_WORKER="0" if args.no_worker else "1",
                       GRADIO_SERVER_NAME=args.host, GRADIO_SERVER_PORT=str(args.port))
-    sys.path.insert(0, str(args.app.parent))
     runpy.run_path(str(args.app), run_name="__main__")
     return 0

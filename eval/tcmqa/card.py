@@ -16,11 +16,9 @@ from datasets.splits import SplitInfo
 from huggingface_hub import DatasetCard
 from huggingface_hub import DatasetCardData
 
-from tcmqa_loading.tcmqa import DOMAINS
-from tcmqa_loading.tcmqa import FEATURES
+from tcmqa.schema import DOMAINS, FEATURES, LICENSE, SPLIT
 
-TEMPLATE = Path(__file__).with_name("template.md")
-SPLIT = "test"
+TEMPLATE = Path(__file__).with_name("card_template.md")
 CONFIG_ORDER = ("corpus", "responses", "subset", "outputs", "results")
 
 
@@ -37,7 +35,7 @@ def card_data(counts: dict[str, int]) -> DatasetCardData:
     configs = [c for c in CONFIG_ORDER if counts.get(c)]
     data = DatasetCardData(
         pretty_name="TCMQA",
-        license="cc-by-nc-sa-4.0",
+        license=LICENSE,
         language=["zh"],
         task_categories=["question-answering", "multiple-choice"],
         task_ids=["multiple-choice-qa"],

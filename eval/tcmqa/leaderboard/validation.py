@@ -2,17 +2,15 @@
 
 Checks run cheapest first and stop at the first failure. Hub facts come from a few ``HfApi`` calls
 (``model_info``, ``auth_check``, ``hf_hub_download`` of tokenizer_config.json), so tests pass a thin
-fake. A local model folder is accepted only in local mode; it is pinned by a content fingerprint.
+fake. A local model folder is accepted only in local mode; it is pinned by ``tcmqa.models.local_revision``,
+the revision the harness records for it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import math
 import re
-import struct
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import validate_repo_id
 
+from tcmqa.models import count_parameters, local_revision
 from tcmqa.store import DuplicateError, Job, Store
 
 # Decoder architectures that both engines (vLLM and transformers) load as causal LMs.
@@ -174,32 +173,12 @@ def _check_folder(path: Path, policy: Policy) -> Accepted:
     _check_weights(str(path), files)
     config = json.loads((path / "config.json").read_text())
     _check_remote_code(path.name, config, policy)
-    shards = sorted(path.glob("*.safetensors"))
-    params_b = _check_params(str(path), sum(_safetensors_params(p) for p in shards), policy)
+    params_b = _check_params(str(path), count_parameters(path), policy)
     tokenizer_config = path / "tokenizer_config.json"
     if not _has_chat_template(files, lambda: json.loads(tokenizer_config.read_text()) if tokenizer_config.exists() else {}):
         raise Rejected(f"{path} has no chat template (tokenizer_config.json 'chat_template' or chat_template.jinja).")
     _check_architecture(str(path), config)
-    return Accepted(path.name, _fingerprint(path, shards), params_b, _family(config), str(path.resolve()))
-
-
-def _safetensors_params(path: Path) -> int:
-    """Parameter count from a safetensors header (8-byte length, then JSON), without reading weights."""
-    with path.open("rb") as f:
-        (length,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(length))
-    return sum(math.prod(t["shape"]) for name, t in header.items() if name != "__metadata__")
-
-
-def _fingerprint(path: Path, shards: list[Path]) -> str:
-    """A folder's stand-in for a commit sha: config, tokenizer files and weight sizes, hashed."""
-    digest = hashlib.sha1()
-    for p in sorted(path.iterdir()):
-        if p.is_file() and p.suffix in (".json", ".jinja", ".model"):
-            digest.update(p.name.encode() + p.read_bytes())
-    for shard in shards:
-        digest.update(f"{shard.name}:{shard.stat().st_size}".encode())
-    return digest.hexdigest()
+    return Accepted(path.name, local_revision(path), params_b, _family(config), str(path.resolve()))
 
 
 # ------------------------------------------------------------------------------------------------

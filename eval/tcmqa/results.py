@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tcmqa_loading.tcmqa import RESULTS
+from tcmqa.schema import RESULTS
 
 PAPER_HUMAN_REFERENCE = 64.94  # practitioners' majority vote on the paper's 4,801-item subset
 

@@ -11,7 +11,6 @@ cannot be scored this way and is rejected.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from abc import ABC, abstractmethod
@@ -23,11 +22,11 @@ from typing import Any
 from tcmqa_metric import LETTERS
 
 from tcmqa import prompts
+from tcmqa.models import resolve_model
 
 DTYPES = ("bfloat16", "float32", "auto")
 _FULL_WIDTH = {letter: chr(ord(letter) + 0xFEE0) for letter in LETTERS}  # A -> Ａ
 _SPACE_MARKS = ("", "▁", "Ġ", " ")  # sentencepiece and byte-level BPE spellings of a leading space
-_MODEL_FILES = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
 
 
 @dataclass(frozen=True)
@@ -163,36 +162,6 @@ class Engine(ABC):
         """Release the model (engines with worker processes override this)."""
 
 
-def resolve_model(model: str, revision: str | None = None) -> tuple[Path, str]:
-    """A local folder (revision: hash of its files) or a Hub id (revision: the snapshot's commit sha)."""
-    path = Path(model).expanduser()
-    if path.is_dir():
-        if revision is not None:
-            raise ValueError(f"--revision applies to Hub models; {model} is a local folder")
-        return path.resolve(), "local-" + folder_hash(path)
-    from huggingface_hub import snapshot_download
-
-    try:
-        snapshot = Path(snapshot_download(model, revision=revision, allow_patterns=_MODEL_FILES))
-    except Exception as err:  # noqa: BLE001 - any Hub failure gets the same advice
-        raise RuntimeError(
-            f"could not get {model}@{revision or 'main'} from the Hub ({err}). Check the id, your token for gated "
-            "models, or pass a local folder."
-        ) from err
-    return snapshot, snapshot.name  # snapshot folders are named by commit sha
-
-
-def folder_hash(path: Path) -> str:
-    """SHA-256 over the names and contents of a model folder's files (first 16 hex digits)."""
-    digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        digest.update(str(file.relative_to(path)).encode())
-        with file.open("rb") as handle:
-            while block := handle.read(1 << 22):
-                digest.update(block)
-    return digest.hexdigest()[:16]
-
-
 def resolve_dtype(path: Path, dtype: str) -> str:
     """``auto`` becomes the dtype the checkpoint declares (float32 when it declares none)."""
     if dtype != "auto":
@@ -212,15 +181,3 @@ def stop_token_ids(path: Path, tokenizer: Any) -> list[int]:
     if not ids:
         raise ValueError(f"{path} declares no end-of-sequence token; generation could not stop")
     return sorted(ids)
-
-
-def count_parameters(path: Path) -> float:
-    """Parameters in billions, from the safetensors headers (no weights are loaded)."""
-    from safetensors import safe_open
-
-    total = 0
-    for file in path.glob("*.safetensors"):
-        with safe_open(str(file), framework="numpy") as handle:
-            for key in handle.keys():
-                total += math.prod(handle.get_slice(key).get_shape())
-    return total / 1e9

@@ -1,0 +1,188 @@
+"""TCMQA's schema: the one definition of every config's features and of the facts they rest on.
+
+Everything that names a column, a domain or a study constant imports it from here: the builder
+(``tcmqa.ingest`` and ``loading_script/tcmqa.py``), the harness's output rows, the results row, the
+dataset card, the board and the CLI. The results columns are declared once, in ``RESULT_COLUMNS``
+(after the leaderboard template's ``ColumnContent``); the ``RESULTS`` features, the board's columns
+and the CLI's row are all read from that declaration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import datasets
+from tcmqa_metric import LETTERS
+
+CITATION = """\
+@misc{tcmqa,
+  title  = {TCMQA: A 38K-Question Traditional Chinese Medicine Benchmark with a Licensed-Practitioner Reference},
+  author = {TechTCM},
+  year   = {2026},
+  url    = {https://huggingface.co/datasets/TechTCM/TCMQA}
+}
+"""
+DESCRIPTION = "Five-option TCM licensing-exam questions with licensed-practitioner responses."
+HOMEPAGE = "https://huggingface.co/datasets/TechTCM/TCMQA"
+LICENSE = "cc-by-nc-sa-4.0"
+HUB_ID = "TechTCM/TCMQA"
+SPLIT = "test"  # every config has one split, named for what a benchmark is
+
+# The ten domains of the paper's Table 1: stable English key -> Chinese label; the platform numbers
+# them 1..10 in this order.
+DOMAINS: dict[str, str] = {
+    "foundational_theory": "中醫基礎理論",
+    "classical_texts": "中醫經典文獻",
+    "diagnosis_patterns": "診斷與辨證學",
+    "meridians_acupuncture": "經絡與針灸學",
+    "materia_medica": "中藥本草學",
+    "internal_medicine": "中醫內科學",
+    "external_medicine": "中醫外科學",
+    "ent_ophthalmology": "中醫五官科學",
+    "regulation": "中醫法規",
+    "other": "其他",
+}
+DOMAIN_BY_PLATFORM_NUMBER: dict[str, str] = {str(i): key for i, key in enumerate(DOMAINS, 1)}
+MAX_DOMAINS_PER_RESPONSE = 3  # a rater ticks up to three domains (Appendix A)
+
+BLOCK_SIZE = 150  # items per practitioner block on the platform
+RATERS_PER_ITEM = 3  # each block goes to three practitioners; the comparison subset has exactly three
+
+# ---------------------------------------------------------------------------------------------
+# Features of the data configs
+# ---------------------------------------------------------------------------------------------
+_str = datasets.Value("string")
+_letters = datasets.List(_str)
+OPTIONS = datasets.Features({letter: _str for letter in LETTERS})
+
+CORPUS = datasets.Features(
+    {
+        "id": _str,
+        "question": _str,
+        "options": OPTIONS,
+        "answer": _letters,  # sorted letters, e.g. ["B", "D"]
+        "answer_type": _str,  # "single" | "multi"
+        "explanation": _str,
+        "source_difficulty": datasets.Value("int32"),
+        "topic": _str,
+        "source": _str,
+        "domains": datasets.List(_str),  # union of the raters' domain keys; [] if unrated
+        "flagged": datasets.Value("bool"),  # any practitioner flagged it: excluded from results
+    }
+)
+
+RESPONSES = datasets.Features(
+    {
+        "response_id": _str,
+        "item_id": _str,
+        "practitioner_id": _str,  # stable pseudonym
+        "block": datasets.Value("int32"),
+        "selected": _letters,
+        "correct": datasets.Value("bool"),  # recomputed from the answer set
+        "domains": datasets.List(_str),
+        "domains_zh": datasets.List(_str),
+        "difficulty": datasets.Value("int8"),  # 1 (easiest) .. 5 (hardest)
+        "flagged": datasets.Value("bool"),
+        "seconds": datasets.Value("float32"),
+        "seconds_paused": datasets.Value("float32"),
+    }
+)
+
+SUBSET = datasets.Features(
+    {
+        "item_id": _str,
+        "answer_type": _str,
+        "n_correct": datasets.Value("int8"),  # 0..RATERS_PER_ITEM practitioners correct
+        "majority_correct": datasets.Value("bool"),  # a strict majority of the raters
+        "practitioner_ids": datasets.List(_str),
+        "rater_correct": datasets.List(datasets.Value("bool")),
+        "rater_domains": datasets.List(datasets.List(_str)),
+        "rater_difficulty": datasets.List(datasets.Value("int8")),
+    }
+)
+
+OUTPUTS = datasets.Features(
+    {
+        "model": _str,
+        "item_id": _str,
+        "answer_type": _str,
+        "generated_text": _str,
+        "prediction": _letters,  # the text rule over generated_text
+        "correct": datasets.Value("bool"),
+        "precision": datasets.Value("float32"),
+        "recall": datasets.Value("float32"),
+        "f1": datasets.Value("float32"),
+        "letter_logprobs": datasets.Features({letter: datasets.Value("float32") for letter in LETTERS}),
+        "lp_prediction": _str,  # argmax over A-E of the first generated token
+        "lp_correct": datasets.Value("bool"),
+        "margin": datasets.Value("float32"),  # top-1 minus top-2 letter log-prob (nats)
+        "finish_reason": _str,
+        "n_prompt_tokens": datasets.Value("int32"),
+        "prompt_hash": _str,  # sha256 of the rendered prompt text
+        "protocol": _str,
+        "revision": _str,
+    }
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# The results config: one declaration per column
+# ---------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class ResultColumn:
+    """One column of the ``results`` config (one leaderboard row per model) and how it is shown."""
+
+    name: str  # field name in the results config
+    label: str  # header on the board and in the CLI row
+    dtype: str  # a ``datasets.Value`` dtype
+    higher_is_better: bool | None = None  # None: not a score (an id, a count, a fact about the run)
+    shown: bool = False  # on the board by default
+    board: bool = True  # offered on the board at all
+    cli: bool = False  # in the row ``tcmqa eval`` prints
+    doc: str = ""
+
+
+RESULT_COLUMNS: tuple[ResultColumn, ...] = (
+    ResultColumn("model", "Model", "string", shown=True, cli=True, doc="Hub id, or a local folder's name"),
+    ResultColumn("origin", "Origin", "string", shown=True,
+                 doc='"reported" (the paper), "evaluated" (run by the harness) or "reference" (practitioners)'),
+    ResultColumn("family", "Family", "string", shown=True, doc="model family, e.g. Qwen2"),
+    ResultColumn("params_b", "Params (B)", "float32", shown=True, doc="parameters in billions"),
+    ResultColumn("full", "Full", "float32", True, shown=True, cli=True, doc="exact match over all items, percent"),
+    ResultColumn("single", "Single", "float32", True, shown=True, cli=True, doc="exact match, single-answer items"),
+    ResultColumn("multi", "Multi", "float32", True, shown=True, cli=True, doc="exact match, multi-answer items"),
+    ResultColumn("subset", "Subset", "float32", True, shown=True, cli=True,
+                 doc="exact match on the practitioners' comparison subset"),
+    ResultColumn("delta_human", "Δ human", "float32", True, shown=True, cli=True,
+                 doc="Subset minus the practitioners' majority vote on the same items, points"),
+    ResultColumn("lp_full", "LP Full", "float32", True, shown=True, cli=True,
+                 doc="exact match of the first-token log-prob channel, percent"),
+    ResultColumn("multi_f1", "Multi F1", "float32", True, shown=True, cli=True, doc="multi-answer F1, percent"),
+    ResultColumn("confidence_gap", "Conf. gap", "float32", True, cli=True,
+                 doc="mean margin when right minus when wrong, nats (Appendix B)"),
+    ResultColumn("revision", "Revision", "string", doc="model commit sha, or local-<hash of the folder>"),
+    ResultColumn("engine", "Engine", "string", doc="vllm | transformers"),
+    ResultColumn("protocol", "Protocol", "string", doc="protocol version of tcmqa.prompts"),
+    ResultColumn("date", "Date", "string", doc="UTC date of the evaluation"),
+    ResultColumn("human_reference", "Human ref.", "float32", board=False,
+                 doc="practitioners' majority vote on the evaluated subset items, percent"),
+    ResultColumn("multi_precision", "Multi P", "float32", True, board=False, doc="multi-answer precision, percent"),
+    ResultColumn("multi_recall", "Multi R", "float32", True, board=False, doc="multi-answer recall, percent"),
+    ResultColumn("multi_mean_pred_size", "Multi size", "float32", board=False,
+                 doc="mean number of letters predicted on multi-answer items"),
+    ResultColumn("n", "Items", "int32", board=False, cli=True, doc="items scored"),
+    ResultColumn("n_single", "Single items", "int32", board=False),
+    ResultColumn("n_multi", "Multi items", "int32", board=False),
+    ResultColumn("n_subset", "Subset items", "int32", board=False),
+    ResultColumn("engine_version", "Engine version", "string", board=False),
+    ResultColumn("dtype", "Dtype", "string", board=False, doc="weights dtype of the run"),
+)
+RESULTS = datasets.Features({c.name: datasets.Value(c.dtype) for c in RESULT_COLUMNS})
+
+FEATURES: dict[str, datasets.Features] = {
+    "corpus": CORPUS,
+    "responses": RESPONSES,
+    "subset": SUBSET,
+    "outputs": OUTPUTS,
+    "results": RESULTS,
+}

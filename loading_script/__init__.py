@@ -1,1 +1,0 @@
-"""The builder and the features of every TCMQA config (see ``tcmqa.py``)."""

@@ -1,0 +1,95 @@
+"""What the Space's tests share: fake Hub models (one per refusal), local settings, a launched app.
+
+``space/app.py`` is loaded by its path, as the Space runs it; it is not an importable module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import runpy
+import socket
+from pathlib import Path
+from typing import Any
+
+from fakehub import FakeHub
+from gradio_client import Client
+
+from tcmqa.leaderboard.settings import Settings
+from tcmqa.store import SQLiteStore
+
+APP = Path(__file__).resolve().parents[1] / "space" / "app.py"
+
+
+def space_app() -> dict[str, Any]:
+    """The globals of ``space/app.py`` (``build_app``, ...), run without its ``__main__`` block."""
+    return runpy.run_path(str(APP), run_name="space_app")
+
+
+SHA = "c" * 40
+
+
+def hub_models() -> FakeHub:
+    """One model per refusal, named for it; 'org/good' passes every check."""
+    hub = FakeHub()
+    hub.add_model("org/good", sha=SHA, revisions=("main", "v1.0"))
+    hub.add_model("org/gated", gated="manual", access=False)
+    hub.add_model("org/gated-ok", sha="d" * 40, gated="auto", access=True)
+    hub.add_model("org/pickle", files=("config.json", "pytorch_model.bin", "tokenizer_config.json"))
+    hub.add_model("org/noweights", files=("config.json", "tokenizer_config.json"))
+    hub.add_model("org/custom", config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}})
+    hub.add_model("trusted/custom", sha="e" * 40, config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}})
+    hub.add_model("org/huge", params=70_000_000_000)
+    hub.add_model("org/nometa", params=None)
+    hub.add_model("org/notemplate", tokenizer_config={"eos_token": "</s>"})
+    hub.add_model("org/jinja", sha="f" * 40, files=("config.json", "model.safetensors", "chat_template.jinja"))
+    hub.add_model("org/bert", config={"architectures": ["BertForMaskedLM"], "model_type": "bert"})
+    hub.add_model("org/badsha", sha="main")
+    return hub
+
+
+# (model id, revision, what the refusal says): checked in-process and through gradio_client
+REFUSALS = [
+    ("", "", "Enter a model id"),
+    ("not-an-id", "", "is not a model id: use the form owner/name"),
+    ("org/bad name!", "", "is not a valid model id"),
+    ("org/missing", "", "was not found on the Hub"),
+    ("org/good", "no-such-branch", "Revision 'no-such-branch' does not exist"),
+    ("org/badsha", "", "did not resolve to a commit sha"),
+    ("org/gated", "", "is gated and this leaderboard has not been granted access"),
+    ("org/pickle", "", "has only pickle weights"),
+    ("org/noweights", "", "has no weight files"),
+    ("org/custom", "", "needs custom code (auto_map"),
+    ("org/huge", "", "has 70B parameters; this Space's GPU takes at most 8B"),
+    ("org/nometa", "", "parameter count is not available"),
+    ("org/notemplate", "", "has no chat template"),
+    ("org/bert", "", "architecture BertForMaskedLM is not supported"),
+]
+
+
+ALL_ORIGINS = ["reported", "evaluated", "reference"]
+BOARD_COLUMNS = ["Origin", "Family", "Params (B)", "Full", "Subset"]
+
+
+def local_settings(store_dir: Path, data: Path | str, **changes: Any) -> Settings:
+    base = Settings(hosted=False, store=str(store_dir), data=str(data), start_worker=False, worker_args="",
+                    max_params_b=8, remote_code_allowlist=frozenset(), rate_limit=5, rate_window_h=24, refresh_s=1)
+    return dataclasses.replace(base, **changes)
+
+
+def launch(settings: Settings, store: SQLiteStore, api: Any) -> tuple[Any, str]:
+    """Build and launch the app on a free loopback port, without blocking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo = space_app()["build_app"](settings, store, api)
+    demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    return demo, f"http://127.0.0.1:{port}/"
+
+
+def board(client: Client, search: str = "", families: list[str] | None = None, size_min: float | None = None,
+          size_max: float | None = None) -> list[dict]:
+    table = client.predict(search, families or [], size_min, size_max, ALL_ORIGINS, BOARD_COLUMNS, "Full", True,
+                           api_name="/board")
+    return [dict(zip(table["headers"], row)) for row in table["data"]]
+
+
