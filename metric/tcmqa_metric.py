@@ -17,8 +17,10 @@ LETTERS = "ABCDE"
 
 _CITATION = """\
 @misc{tcmqa,
-  title = {TCMQA: A 38K-Question Traditional Chinese Medicine Benchmark with a Licensed-Practitioner Reference},
-  howpublished = {\\url{https://huggingface.co/datasets/TechTCM/TCMQA}},
+  title  = {TCMQA: A 38K-Question Traditional Chinese Medicine Benchmark with a Licensed-Practitioner Reference},
+  author = {TechTCM},
+  year   = {2026},
+  url    = {https://huggingface.co/datasets/TechTCM/TCMQA}
 }
 """
 

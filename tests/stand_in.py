@@ -21,5 +21,6 @@ if os.environ.get("STAND_IN_FAIL"):
     sys.exit(3)
 (out / "outputs").mkdir(parents=True, exist_ok=True)
 pd.DataFrame({"model": [a.model], "item_id": ["1"]}).to_parquet(out / "outputs" / "part-00000.parquet")
-(out / "results.json").write_text(json.dumps({"model": a.model, "full": 20.0, "n": 10, "engine": "stand-in"}))
+(out / "results.json").write_text(json.dumps({"model": a.model, "full": 20.0, "n": 10, "engine": "stand-in",
+                                                 "revision": os.environ.get("STAND_IN_REVISION", a.revision)}))
 '''

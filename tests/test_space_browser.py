@@ -36,7 +36,7 @@ def test_board_filters_and_submission_status(tmp_path: Path, demo_tree: Path) ->
     script.write_text(STAND_IN)
     worker = subprocess.Popen(
         [sys.executable, "-m", "tcmqa", "worker", "--store", str(store.root), "--data", str(demo_tree),
-         "--runs", str(tmp_path / "runs"), "--heartbeat", "0.5", "--poll", "0.5",
+         "--runs", str(tmp_path / "runs"), "--heartbeat-s", "0.5", "--poll-s", "0.5",
          "--command", f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}"],
         env={**os.environ, "STAND_IN_STARTS": str(tmp_path / "starts.txt"), "STAND_IN_STEPS": "10", "STAND_IN_SLEEP": "0.6"})
     try:

@@ -9,12 +9,14 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from gradio_client import Client
 from space_fixtures import board, launch, local_settings
 from fakehub import FakeHub
 
+from tcmqa.models import local_revision
 from tcmqa.store import FINISHED, SQLiteStore
 
 LIMIT = 8
@@ -26,7 +28,7 @@ def test_local_gemma_evaluated_and_on_the_board(tmp_path: Path, demo_tree: Path,
     demo, url = launch(local_settings(store.root, demo_tree), store, FakeHub())
     worker = subprocess.Popen(
         [sys.executable, "-m", "tcmqa", "worker", "--store", str(store.root), "--data", str(demo_tree),
-         "--runs", str(tmp_path / "runs"), "--engine", "transformers", "--limit", str(LIMIT), "--heartbeat", "2"],
+         "--runs", str(tmp_path / "runs"), "--engine", "transformers", "--dtype", "float32", "--limit", str(LIMIT), "--heartbeat-s", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         client = Client(url, verbose=False)
@@ -46,6 +48,10 @@ def test_local_gemma_evaluated_and_on_the_board(tmp_path: Path, demo_tree: Path,
         assert 0 <= rows[0]["Full"] <= 100 and rows[0]["Params (B)"] == pytest.approx(0.27, abs=0.01)
         [result] = store.results()
         assert (result["n"], result["protocol"], result["engine"]) == (LIMIT, "v1", "transformers")
+        # one identity for a local folder: the submission, the results row and every output row agree
+        outputs = pd.concat(pd.read_parquet(p) for p in store.outputs_files())
+        assert job.revision == result["revision"] == local_revision(gemma_dir)
+        assert set(outputs["revision"]) == {job.revision}
 
         item = str(demo_items[0]["question_id"])
         _, _, outputs = client.predict(item, api_name="/item")

@@ -51,7 +51,7 @@ def _cfg(tmp_path: Path, command: str, **kw) -> WorkerConfig:
 
 def _spawn_worker(store_dir: Path, tmp_path: Path, command: str, *extra: str) -> subprocess.Popen:
     argv = [sys.executable, "-m", "tcmqa", "worker", "--store", str(store_dir), "--data", "demo-tree",
-            "--runs", str(tmp_path / "runs"), "--command", command, "--heartbeat", "0.3", "--poll", "0.1", *extra]
+            "--runs", str(tmp_path / "runs"), "--command", command, "--heartbeat-s", "0.3", "--poll-s", "0.1", *extra]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -76,6 +76,16 @@ def test_finished_records_row_and_outputs(tmp_path: Path, stand_in: str) -> None
     [row] = store.results()
     assert (row["model"], row["origin"], row["revision"], row["protocol"], row["full"]) == ("org/m", "evaluated", SHA, "v1", 20.0)
     assert len(store.outputs_files()) == 1
+
+
+def test_a_result_of_another_revision_is_refused(tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STAND_IN_REVISION", "local-0123456789abcdef")  # e.g. the folder changed after submission
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("org/m", SHA, "v1", "u")
+    work(store, _cfg(tmp_path, stand_in), "w", once=True)
+    failed = store.get(job.id)
+    assert failed.status == FAILED and "evaluated revision local-0123456789abcdef" in failed.reason
+    assert SHA in failed.reason and store.results() == []
 
 
 def test_failure_keeps_reason_and_log_tail(tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,7 +136,7 @@ def test_sigkill_mid_job_rerun_recorded_once(tmp_path: Path, stand_in: str, monk
     assert store.get(job.id).status == RUNNING  # until its heartbeat goes stale
     time.sleep(2.0)
 
-    second = _spawn_worker(store_dir, tmp_path, stand_in, "--stale-after", "2", "--once")
+    second = _spawn_worker(store_dir, tmp_path, stand_in, "--stale-after-s", "2", "--once")
     second_log = second.communicate(timeout=120)[0]
     assert second.returncode == 0, second_log
     done = store.get(job.id)

@@ -17,11 +17,11 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from tcmqa import tables  # noqa: E402
+from tcmqa.results import MARGIN_CAP_QUANTILE as CAP_QUANTILE  # noqa: E402
 from tcmqa.results import confidence_gap  # noqa: E402
 from tcmqa.study import Study  # noqa: E402
 from tcmqa.schema import DOMAINS  # noqa: E402
 
-CAP_QUANTILE = 0.99  # Appendix B: confidence capped at the 99th percentile
 MARGIN_BINS = 8
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from tcmqa import stats
 from tcmqa.study import Study
-from tcmqa.schema import DOMAINS
+from tcmqa.schema import DOMAINS, RATERS_PER_ITEM
 
 DIFFICULTY_LEVELS = (1, 2, 3, 4, 5)
 
@@ -105,10 +105,11 @@ def multi_answer(study: Study) -> pd.DataFrame:
 
 
 def practitioner_agreement(study: Study) -> tuple[stats.BinomialAgreement, float]:
-    """Table 6: correct counts against Binomial(3, p), and Fleiss' κ over the subset."""
+    """Table 6: correct counts against Binomial(RATERS_PER_ITEM, p), and Fleiss' κ over the subset."""
     n_correct = study.subset["n_correct"].to_numpy(dtype=int)
-    counts = np.column_stack([n_correct, 3 - n_correct])
-    return stats.binomial_agreement(n_correct), stats.fleiss_kappa(counts) if len(counts) else np.nan
+    counts = np.column_stack([n_correct, RATERS_PER_ITEM - n_correct])
+    agreement = stats.binomial_agreement(n_correct, n_raters=RATERS_PER_ITEM)
+    return agreement, stats.fleiss_kappa(counts) if len(counts) else np.nan
 
 
 def kappa_with_practitioners(study: Study) -> tuple[pd.DataFrame, np.ndarray]:

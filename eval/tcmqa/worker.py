@@ -113,11 +113,14 @@ def _progress(log: Path) -> str:
 
 
 def _results_row(run_dir: Path, job: Job) -> dict[str, Any]:
-    """The harness's results row, marked as evaluated here and pinned to the job's revision."""
+    """The harness's results row, marked as evaluated here; it must be of the revision the job pinned."""
     row = json.loads((run_dir / "results.json").read_text())
     if isinstance(row, list):
         row = row[0]
-    return {**row, "model": job.model, "origin": "evaluated", "revision": job.revision, "protocol": job.protocol}
+    if row.get("revision") != job.revision:
+        raise ValueError(f"the harness evaluated revision {row.get('revision')}, but the submission pinned "
+                         f"{job.revision}: the model changed after it was submitted; resubmit it")
+    return {**row, "model": job.model, "origin": "evaluated", "protocol": job.protocol}
 
 
 def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:

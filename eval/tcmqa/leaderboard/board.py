@@ -15,32 +15,17 @@ from typing import Any
 import pandas as pd
 
 from tcmqa.results import PAPER_HUMAN_REFERENCE
+from tcmqa.schema import RESULT_COLUMNS
 from tcmqa.store import Store
 
 HUMAN_SUBSET = PAPER_HUMAN_REFERENCE  # the practitioners' majority vote on the subset (paper, Table 4)
 HUMAN_NAME = "Licensed practitioners (majority vote)"
 
-# board column -> results field; the order is the default column order
-COLUMNS: dict[str, str] = {
-    "Model": "model",
-    "Origin": "origin",
-    "Family": "family",
-    "Params (B)": "params_b",
-    "Full": "full",
-    "Single": "single",
-    "Multi": "multi",
-    "Subset": "subset",
-    "Δ human": "delta_human",
-    "LP Full": "lp_full",
-    "Multi F1": "multi_f1",
-    "Conf. gap": "confidence_gap",
-    "Revision": "revision",
-    "Engine": "engine",
-    "Protocol": "protocol",
-    "Date": "date",
-}
-SCORE_COLUMNS = ["Full", "Single", "Multi", "Subset"]  # the answer-type columns
-DEFAULT_COLUMNS = ["Model", "Origin", "Family", "Params (B)", *SCORE_COLUMNS, "Δ human", "LP Full", "Multi F1"]
+# The board's columns, in order, as the schema declares them (tcmqa.schema.RESULT_COLUMNS).
+BOARD_COLUMNS = [c for c in RESULT_COLUMNS if c.board]
+COLUMNS: dict[str, str] = {c.label: c.name for c in BOARD_COLUMNS}  # board label -> results field
+DEFAULT_COLUMNS = [c.label for c in BOARD_COLUMNS if c.shown]
+NUMERIC_COLUMNS = [c.label for c in BOARD_COLUMNS if c.dtype != "string"]
 ORIGINS = ["reported", "evaluated", "reference"]
 
 
@@ -63,7 +48,7 @@ def merge(evaluated: Sequence[dict[str, Any]]) -> pd.DataFrame:
     frame["Origin"] = frame["Origin"].fillna("evaluated")
     frame["Family"] = frame["Family"].fillna("unknown")
     frame["Revision"] = frame["Revision"].astype(object).fillna("").astype(str).str[:12]
-    for name in ["Params (B)", "Full", "Single", "Multi", "Subset", "Δ human", "LP Full", "Multi F1", "Conf. gap"]:
+    for name in NUMERIC_COLUMNS:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").round(2)
     return frame.sort_values("Full", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
 
