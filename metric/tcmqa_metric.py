@@ -26,8 +26,9 @@ _CITATION = """\
 
 _DESCRIPTION = """\
 Scores answers to TCMQA's five-option (A-E) questions as sets of letters. A prediction may be a list of
-letters, a string of letters ("BD", "B, D") or the model's raw text, which is read with the paper's rule:
-NFKC-normalise, then keep every character in A-E, deduplicated and sorted. Exact set match is the primary
+letters, a string of letters ("BD", "B, D") or the model's raw text, which is read by default as: NFKC-normalise,
+then keep every character in A-E, deduplicated and sorted (a departure from the paper, which scans the raw text:
+parser="paper" gives its literal rule). Exact set match is the primary
 metric, reported over all items and split into single- and multi-answer items; multi-answer items also get
 per-item precision |pred & ref| / |pred|, recall |pred & ref| / |ref| and F1, averaged over items, and the
 mean predicted-set size.
@@ -40,9 +41,12 @@ Args:
     references: one per item: the answer key as a list of letters or a string such as "BD", "B,D", "B D"
         or full-width "ＢＤ". A reference must be non-empty and use only A-E (else ValueError).
     answer_types (optional): "single" or "multi" per item; inferred from the reference size if omitted.
-    parser (optional): "paper" (default) is the published rule, which also reads the "A" of "Answer";
-        "strict" keeps only runs of A-E that stand apart from other Latin letters ("Answer: B" -> B).
-    empty_precision (optional): precision of an empty prediction, 0.0 by default (its recall and F1 are 0).
+    parser (optional): "nfkc" (default) NFKC-normalises, then reads every A-E, so full-width "Ｂ" counts;
+        "paper" is the paper's literal rule, every A-E of the raw text (full-width letters do not count);
+        both read the "A" of "Answer". "strict" keeps only runs of A-E that stand apart from other Latin
+        letters, after NFKC ("Answer: B" -> B).
+    empty_precision (optional): precision of an empty prediction, 0.0 by default (its recall and F1 are 0);
+        None leaves empty predictions out of the precision mean, as the paper's Table 5 reads.
     per_item (optional): if True, also return "per_item": a dict of lists over all items, exact_match,
         precision, recall, f1 and pred_size.
 Returns:
@@ -68,7 +72,7 @@ Examples:
     >>> results["mean_pred_size"], results["n"], results["n_single"], results["n_multi"]
     (2.3333333333333335, 4, 1, 3)
 
-    The paper's rule reads every capital A-E, so "Answer: B" names A and B; the strict parser does not:
+    Every capital A-E counts, so "Answer: B" names A and B; the strict parser does not:
 
     >>> tcmqa.compute(predictions=["Answer: B"], references=["B"])["exact_match"]
     0.0
@@ -76,6 +80,17 @@ Examples:
     1.0
     >>> tcmqa.compute(predictions=["BD", "C"], references=["BCD", "C"], per_item=True)["per_item"]["f1"]
     [0.8, 1.0]
+
+    The two departures from the paper's literal scoring, and the options that undo them:
+
+    >>> tcmqa.compute(predictions=["ＢＤ"], references=["BD"])["exact_match"]
+    1.0
+    >>> tcmqa.compute(predictions=["ＢＤ"], references=["BD"], parser="paper")["exact_match"]
+    0.0
+    >>> tcmqa.compute(predictions=["无法确定", "BD"], references=["BD", "BCD"])["precision"]
+    0.5
+    >>> tcmqa.compute(predictions=["无法确定", "BD"], references=["BD", "BCD"], empty_precision=None)["precision"]
+    1.0
 """
 
 _LETTER_SET = frozenset(LETTERS)
@@ -94,10 +109,14 @@ def _nfkc(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
-def _paper_mask(text: str) -> int:
+def _nfkc_mask(text: str) -> int:
     # The hot path on raw text, so _nfkc is inlined.
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
+    return _MASK_OF[_LETTER_SET.intersection(text)]
+
+
+def _paper_mask(text: str) -> int:
     return _MASK_OF[_LETTER_SET.intersection(text)]
 
 
@@ -105,7 +124,7 @@ def _strict_mask(text: str) -> int:
     return _MASK_OF[frozenset("".join(_STRICT_RUN.findall(_nfkc(text))))]
 
 
-_PARSERS = {"paper": _paper_mask, "strict": _strict_mask}
+_PARSERS = {"nfkc": _nfkc_mask, "paper": _paper_mask, "strict": _strict_mask}
 
 
 def _reference_mask(text: str) -> int:
@@ -154,16 +173,18 @@ def _check_parser(parser: str) -> None:
 
 
 def parse_text(text: str) -> list[str]:
-    """The paper's rule (Section 2.3): NFKC-normalise, then every character in A-E, deduplicated and sorted.
+    """The default reading of model text: NFKC-normalise, then every character in A-E, deduplicated and sorted.
 
-    It is what the published numbers used, so it stays as it is, including reading the "A" of "Answer".
+    The paper's rule (Section 2.3) is the same scan without NFKC; normalising first is a departure that
+    also counts full-width letters (``normalize_prediction(text, parser="paper")`` is the literal rule).
+    Like the paper's rule it reads the "A" of "Answer".
 
     >>> parse_text("答案：ＢＤ")
     ['B', 'D']
     >>> parse_text("Answer: C")
     ['A', 'C']
     """
-    return list(_LETTERS_OF[_paper_mask(_as_text(text, "text"))])
+    return list(_LETTERS_OF[_nfkc_mask(_as_text(text, "text"))])
 
 
 def parse_strict(text: str) -> list[str]:
@@ -182,7 +203,7 @@ def parse_strict(text: str) -> list[str]:
     return list(_LETTERS_OF[_strict_mask(_as_text(text, "text"))])
 
 
-def normalize_prediction(pred, parser: str = "paper") -> list[str]:
+def normalize_prediction(pred, parser: str = "nfkc") -> list[str]:
     """A prediction (list of letters, letter string or raw text) as a sorted list of letters.
 
     >>> normalize_prediction(["D", "B", "B"])
@@ -220,21 +241,24 @@ def _encode(values, to_mask, role: str) -> np.ndarray:
     return np.fromiter(map(masks.__getitem__, texts), dtype=np.intp, count=len(texts))
 
 
-def _tables(empty_precision: float) -> tuple[np.ndarray, ...]:
+def _tables(empty_precision: float | None) -> tuple[np.ndarray, ...]:
     """Exact match, precision, recall and F1 for every (prediction mask, reference mask) pair."""
     pred = np.arange(_N_MASKS)[:, None]
     ref = np.arange(_N_MASKS)[None, :]
     overlap = _SIZE[pred & ref]
     pred_size = np.broadcast_to(_SIZE[pred], overlap.shape)
     ref_size = np.maximum(_SIZE[ref], 1)  # a reference is never empty; this only keeps unused cells finite
-    precision = np.divide(overlap, pred_size, out=np.full(overlap.shape, float(empty_precision)), where=pred_size > 0)
+    precision = np.divide(overlap, pred_size, out=np.full(overlap.shape, np.nan if empty_precision is None else float(empty_precision)),
+                          where=pred_size > 0)
     recall = overlap / ref_size
     total = precision + recall
-    f1 = np.divide(2 * precision * recall, total, out=np.zeros(overlap.shape), where=total > 0)
+    f1 = np.divide(2 * precision * recall, total, out=np.zeros(overlap.shape), where=total > 0)  # nan > 0 is False
     return pred == ref, precision, recall, f1
 
 
 def _mean(values: np.ndarray) -> float:
+    """Mean over the defined values (an empty prediction's precision is undefined with empty_precision=None)."""
+    values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
     return float(values.mean()) if values.size else float("nan")
 
 
@@ -243,8 +267,8 @@ def score(
     references,
     answer_types=None,
     *,
-    parser: str = "paper",
-    empty_precision: float = 0.0,
+    parser: str = "nfkc",
+    empty_precision: float | None = 0.0,
     per_item: bool = False,
 ) -> dict:
     """Score predictions against references; the fast path that `TcmqaMetric.compute` runs.
@@ -255,8 +279,8 @@ def score(
     0.5
     """
     _check_parser(parser)
-    if not 0.0 <= empty_precision <= 1.0:
-        raise ValueError(f"empty_precision must lie in [0, 1], got {empty_precision!r}")
+    if empty_precision is not None and not 0.0 <= empty_precision <= 1.0:
+        raise ValueError(f"empty_precision must lie in [0, 1] or be None, got {empty_precision!r}")
     _check_lengths(predictions, references)
     pred = _encode(predictions, _PARSERS[parser], "prediction")
     ref = _encode(references, _reference_mask, "reference")
@@ -341,7 +365,7 @@ def _metric_class() -> type:
                 **kwargs,
             )
 
-        def _compute(self, predictions, references, answer_types=None, parser="paper", empty_precision=0.0, per_item=False):
+        def _compute(self, predictions, references, answer_types=None, parser="nfkc", empty_precision=0.0, per_item=False):
             return score(
                 predictions, references, answer_types, parser=parser, empty_precision=empty_precision, per_item=per_item
             )

@@ -29,7 +29,7 @@ def metric():
         ("B, D", ["B", "D"]),
         ("BBD", ["B", "D"]),
         ("The answer is B", ["B"]),
-        ("Answer: B", ["A", "B"]),  # the rule reads the A of "Answer": it is what the paper used
+        ("Answer: B", ["A", "B"]),  # the scan reads the A of "Answer", as the paper's did
         ("b d", []),  # lower case is not an option letter
         ("F G H", []),
         ("", []),
@@ -37,8 +37,27 @@ def metric():
         ("正确答案是C，因为黄芪补气", ["C"]),
     ],
 )
-def test_parse_text_is_the_papers_rule(text, letters):
+def test_parse_text_is_nfkc_then_the_papers_scan(text, letters):
     assert parse_text(text) == letters
+
+
+@pytest.mark.parametrize(("text", "nfkc", "paper"), [
+    ("答案：ＢＤ", ["B", "D"], []),  # the departure: full-width letters count only after NFKC
+    ("Ⓑ", ["B"], []),
+    ("答案：B", ["B"], ["B"]),
+    ("Answer: C", ["A", "C"], ["A", "C"]),
+])
+def test_the_papers_literal_scan_reads_the_raw_text(text, nfkc, paper):
+    assert normalize_prediction(text) == parse_text(text) == nfkc
+    assert normalize_prediction(text, parser="paper") == paper
+
+
+def test_empty_precision_none_leaves_empty_predictions_out_of_precision():
+    results = score(PREDICTIONS, REFERENCES, empty_precision=None, per_item=True)
+    multi_sizes = [size for size, ref in zip(results["per_item"]["pred_size"], REFERENCES) if len(ref) > 1]
+    assert 0 in multi_sizes  # the fixture has an empty multi-answer prediction
+    assert results["precision"] == pytest.approx((1 + 1 + 3 / 5) / 3)  # the three non-empty ones
+    assert results["recall"] == pytest.approx(EXPECTED["recall"]) and results["f1"] == pytest.approx(EXPECTED["f1"])
 
 
 @pytest.mark.parametrize(

@@ -70,10 +70,10 @@ def evaluate_alone(site_dir: Path) -> Path:
 
 ISOLATED = """
 import importlib.util
-import sys
+import site
 
-sys.path.append({site_dir!r})
-hidden = ("tcmqa", "tcmqa_loading", "tcmqa_metric", "torch", "transformers")
+site.addsitedir({site_dir!r})  # evaluate and its dependencies only
+hidden = ("tcmqa", "tcmqa_metric", "torch", "transformers")
 present = [name for name in hidden if importlib.util.find_spec(name)]
 assert not present, f"importable: {{present}}"
 import evaluate

@@ -1,13 +1,24 @@
-"""The paper's figures: each is a data function (Study -> JSON-ready dict) and a draw function (dict -> PNG).
+"""The paper's figures, each named for what it shows and registered in ``FIGURES`` under its number.
 
-Drawing only from the dict means the JSON written next to each PNG is exactly what was plotted,
-so the Space can redraw any figure from the JSON without the 1.1 M output rows. Labels use the
-English domain keys: the machines this runs on have no CJK font.
+A figure is a data function (Study -> JSON-ready dict) and a draw function (that dict, with the
+``"title"`` :meth:`PaperFigure.make` adds -> matplotlib Figure). Drawing only from the dict means the
+JSON written next to each PNG is exactly what was plotted, so the Space can redraw any figure from the
+JSON without the 1.1 M output rows. Labels use the English domain keys: the machines this runs on
+have no CJK font.
+
+>>> spec = FIGURES["fig8_quadrants"]
+>>> spec.number, spec.data.__name__, spec.draw.__name__
+(8, 'outcome_quadrants_data', 'outcome_quadrants_draw')
+>>> spec.full_title()
+'Figure 8. Outcomes against the practitioner majority'
+>>> spec.full_title("SIMULATED")
+'[SIMULATED] Figure 8. Outcomes against the practitioner majority'
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -37,11 +48,11 @@ def _board(study: Study) -> dict:
             "single": _num(board["single"]), "multi": _num(board["multi"]), "subset": _num(board["subset"])}
 
 
-def fig1_data(study: Study) -> dict:
-    return {"title": "Accuracy by answer type", **_board(study)}
+def accuracy_by_answer_type_data(study: Study) -> dict:
+    return _board(study)
 
 
-def fig1_draw(d: dict) -> Figure:
+def accuracy_by_answer_type_draw(d: dict) -> Figure:
     n = len(d["models"])
     fig, ax = plt.subplots(figsize=(max(6, 0.45 * n + 2), 4.5))
     x = np.arange(n)
@@ -53,17 +64,17 @@ def fig1_draw(d: dict) -> Figure:
     return _finish(fig, ax, d["title"])
 
 
-def fig2_data(study: Study) -> dict:
+def accuracy_by_size_data(study: Study) -> dict:
     board = _board(study)
     lines: dict[str, dict] = {}
     for model, family, params, full in zip(board["models"], board["families"], board["params_b"], board["full"]):
         if params and params > 0 and full is not None:  # a log axis needs a positive size
             line = lines.setdefault(family, {"models": [], "params_b": [], "full": []})
             line["models"].append(model), line["params_b"].append(params), line["full"].append(full)
-    return {"title": "Accuracy against parameters", "families": lines}
+    return {"families": lines}
 
 
-def fig2_draw(d: dict) -> Figure:
+def accuracy_by_size_draw(d: dict) -> Figure:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for family, line in d["families"].items():
         order = np.argsort(line["params_b"])
@@ -76,14 +87,13 @@ def fig2_draw(d: dict) -> Figure:
     return _finish(fig, ax, d["title"])
 
 
-def fig3_data(study: Study) -> dict:
+def multi_answer_overlap_data(study: Study) -> dict:
     t = tables.multi_answer(study)
-    return {"title": "Multi-answer precision, recall and F1", "models": t["model"].tolist(),
-            "precision": _num(t["precision"]), "recall": _num(t["recall"]), "f1": _num(t["f1"]),
-            "mean_pred_size": _num(t["mean_pred_size"]), "n_multi": int(study.multi.sum())}
+    return {"models": t["model"].tolist(), "precision": _num(t["precision"]), "recall": _num(t["recall"]),
+            "f1": _num(t["f1"]), "mean_pred_size": _num(t["mean_pred_size"]), "n_multi": int(study.multi.sum())}
 
 
-def fig3_draw(d: dict) -> Figure:
+def multi_answer_overlap_draw(d: dict) -> Figure:
     n = len(d["models"])
     fig, ax = plt.subplots(figsize=(max(6, 0.45 * n + 2), 4.5))
     x = np.arange(n)
@@ -95,14 +105,13 @@ def fig3_draw(d: dict) -> Figure:
     return _finish(fig, ax, d["title"])
 
 
-def fig4_data(study: Study) -> dict:
+def models_vs_practitioners_data(study: Study) -> dict:
     board = tables.leaderboard(study).sort_values("subset", ascending=False)
-    return {"title": "Models against the practitioner majority (subset)", "models": board["model"].tolist(),
-            "families": board["family"].tolist(), "subset": _num(board["subset"]),
+    return {"models": board["model"].tolist(), "families": board["family"].tolist(), "subset": _num(board["subset"]),
             "human": _num([tables.human_reference(study)])[0], "n_items": int((study.subset_rows >= 0).sum())}
 
 
-def fig4_draw(d: dict) -> Figure:
+def models_vs_practitioners_draw(d: dict) -> Figure:
     n = len(d["models"])
     fig, ax = plt.subplots(figsize=(max(6, 0.45 * n + 2), 4.5))
     human = d["human"] if d["human"] is not None else np.nan
@@ -115,7 +124,7 @@ def fig4_draw(d: dict) -> Figure:
     return _finish(fig, ax, d["title"])
 
 
-def fig5_data(study: Study) -> dict:
+def accuracy_by_domain_data(study: Study) -> dict:
     """Per-domain accuracy: practitioner majority and the best model (by subset accuracy) of each family."""
     rows, subset = tables.subset_view(study)
     assigned = subset["rater_domains"].map(lambda raters: {d for r in raters for d in r})
@@ -129,10 +138,10 @@ def fig5_data(study: Study) -> dict:
         acc = tables.accuracy(study, rows[mask]) if mask.any() else np.full(len(column), np.nan)
         for model in best["model"]:
             series[model].append(acc[column[model]])
-    return {"title": "Per-domain accuracy", "domains": list(DOMAINS), "series": {k: _num(v) for k, v in series.items()}}
+    return {"domains": list(DOMAINS), "series": {k: _num(v) for k, v in series.items()}}
 
 
-def fig5_draw(d: dict) -> Figure:
+def accuracy_by_domain_draw(d: dict) -> Figure:
     angles = np.linspace(0, 2 * np.pi, len(d["domains"]), endpoint=False)
     fig, ax = plt.subplots(figsize=(7.5, 7), subplot_kw={"polar": True})
     for name, values in d["series"].items():
@@ -148,20 +157,19 @@ def fig5_draw(d: dict) -> Figure:
     return fig
 
 
-def fig6_data(study: Study) -> dict:
+def accuracy_by_consensus_data(study: Study) -> dict:
     """Model accuracy by number of practitioners correct (0-3), and on the items all three missed."""
     rows, subset = tables.subset_view(study)
     n_correct = subset["n_correct"].to_numpy(dtype=int)
     levels = [0, 1, 2, 3]
     per_level = [tables.accuracy(study, rows[n_correct == k]) for k in levels]
-    return {"title": "Accuracy by practitioner consensus", "levels": levels,
-            "n_items": [int((n_correct == k).sum()) for k in levels],
+    return {"levels": levels, "n_items": [int((n_correct == k).sum()) for k in levels],
             "practitioner": [100 * k / 3 for k in levels],  # mean rater accuracy, by construction
             "models": {m: _num([acc[j] for acc in per_level]) for j, m in enumerate(study.model_names)},
             "all_missed": {m: _num([per_level[0][j]])[0] for j, m in enumerate(study.model_names)}}
 
 
-def fig6_draw(d: dict) -> Figure:
+def accuracy_by_consensus_draw(d: dict) -> Figure:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1.2, 1]})
     for model, values in d["models"].items():
         left.plot(d["levels"], _nan(values), marker=".", lw=1, alpha=0.8)
@@ -187,19 +195,18 @@ def _item_rating(subset) -> np.ndarray:
         lambda r: int(np.median([x for x in r if x is not None])) if any(x is not None for x in r) else 0).to_numpy()
 
 
-def fig7_data(study: Study) -> dict:
+def accuracy_by_difficulty_data(study: Study) -> dict:
     rows, subset = tables.subset_view(study)
     level = _item_rating(subset)
     levels = list(tables.DIFFICULTY_LEVELS)
     per_level = [tables.accuracy(study, rows[level == k]) for k in levels]
     majority = subset["majority_correct"].to_numpy()
-    return {"title": "Accuracy across practitioner-rated difficulty (median of three ratings)", "levels": levels,
-            "n_items": [int((level == k).sum()) for k in levels],
+    return {"levels": levels, "n_items": [int((level == k).sum()) for k in levels],
             "practitioner": _num([100 * majority[level == k].mean() if (level == k).any() else np.nan for k in levels]),
             "models": {m: _num([acc[j] for acc in per_level]) for j, m in enumerate(study.model_names)}}
 
 
-def fig7_draw(d: dict) -> Figure:
+def accuracy_by_difficulty_draw(d: dict) -> Figure:
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for model, values in d["models"].items():
         ax.plot(d["levels"], _nan(values), marker=".", lw=1, alpha=0.8)
@@ -212,7 +219,7 @@ def fig7_draw(d: dict) -> Figure:
     return _finish(fig, ax, d["title"])
 
 
-def fig8_data(study: Study) -> dict:
+def outcome_quadrants_data(study: Study) -> dict:
     """Outcome quadrants of each model against the practitioner majority, as % of subset items."""
     rows, subset = tables.subset_view(study)
     human = subset["majority_correct"].to_numpy(dtype=bool)[:, None]
@@ -222,11 +229,11 @@ def fig8_data(study: Study) -> dict:
              "practitioners_only": ~model & human}
     shares = {k: 100 * (v & covered).sum(axis=0) / n for k, v in cells.items()}
     order = np.argsort(tables.accuracy(study, rows))
-    return {"title": "Outcomes against the practitioner majority", "models": [study.model_names[j] for j in order],
+    return {"models": [study.model_names[j] for j in order],
             **{k: _num(v[order]) for k, v in shares.items()}}
 
 
-def fig8_draw(d: dict) -> Figure:
+def outcome_quadrants_draw(d: dict) -> Figure:
     n = len(d["models"])
     fig, ax = plt.subplots(figsize=(8, max(3, 0.3 * n + 1.5)))
     left = np.zeros(n)
@@ -246,7 +253,7 @@ def fig8_draw(d: dict) -> Figure:
     return fig
 
 
-def fig13_data(study: Study) -> dict:
+def accuracy_by_margin_data(study: Study) -> dict:
     """Accuracy by margin bins (quantile bins per model), grouped by family."""
     families: dict[str, dict] = {}
     for j, (model, family) in enumerate(zip(study.model_names, study.models["family"])):
@@ -262,10 +269,10 @@ def fig13_data(study: Study) -> dict:
         mids = np.bincount(bins, margin, minlength=len(counts))[ok] / counts[ok]
         acc = 100 * np.bincount(bins, correct, minlength=len(counts))[ok] / counts[ok]
         families.setdefault(family, {})[model] = {"margin": _num(mids), "accuracy": _num(acc), "n": counts[ok].tolist()}
-    return {"title": "Accuracy by confidence margin (quantile bins)", "families": families}
+    return {"families": families}
 
 
-def fig13_draw(d: dict) -> Figure:
+def accuracy_by_margin_draw(d: dict) -> Figure:
     fams = list(d["families"])
     cols = min(3, max(len(fams), 1))
     rows = -(-max(len(fams), 1) // cols)
@@ -284,7 +291,7 @@ def fig13_draw(d: dict) -> Figure:
     return fig
 
 
-def fig14_data(study: Study) -> dict:
+def overconfidence_data(study: Study) -> dict:
     """Accuracy against mean (capped) confidence on wrong answers, and the confidence gap."""
     acc, wrong, gap = [], [], []
     for j in range(len(study.models)):
@@ -294,12 +301,11 @@ def fig14_data(study: Study) -> dict:
         acc.append(100 * correct.mean() if len(correct) else np.nan)
         wrong.append(capped[~correct].mean() if (~correct).any() else np.nan)
         gap.append(confidence_gap(margin, correct, CAP_QUANTILE) if len(margin) else np.nan)
-    return {"title": "Overconfidence and the confidence gap (margins capped at the 99th percentile)",
-            "models": study.model_names, "families": study.models["family"].tolist(), "accuracy": _num(acc),
+    return {"models": study.model_names, "families": study.models["family"].tolist(), "accuracy": _num(acc),
             "wrong_confidence": _num(wrong), "gap": _num(gap), "cap_quantile": CAP_QUANTILE}
 
 
-def fig14_draw(d: dict) -> Figure:
+def overconfidence_draw(d: dict) -> Figure:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
     acc, wrong = _nan(d["accuracy"]), _nan(d["wrong_confidence"])
     left.scatter(wrong, acc)
@@ -329,15 +335,43 @@ def _finish(fig: Figure, ax, title: str) -> Figure:
     return fig
 
 
-FIGURES: dict[str, tuple[Callable[[Study], dict], Callable[[dict], Figure]]] = {
-    "fig1_answer_type": (fig1_data, fig1_draw),
-    "fig2_params": (fig2_data, fig2_draw),
-    "fig3_multi_answer": (fig3_data, fig3_draw),
-    "fig4_subset": (fig4_data, fig4_draw),
-    "fig5_domains": (fig5_data, fig5_draw),
-    "fig6_consensus": (fig6_data, fig6_draw),
-    "fig7_difficulty": (fig7_data, fig7_draw),
-    "fig8_quadrants": (fig8_data, fig8_draw),
-    "fig13_margin": (fig13_data, fig13_draw),
-    "fig14_confidence": (fig14_data, fig14_draw),
+@dataclass(frozen=True)
+class PaperFigure:
+    """One of the paper's figures: its number and title there, and the two functions that make it."""
+
+    number: int  # the figure's number in the paper (13 and 14 are Appendix B)
+    title: str
+    data: Callable[[Study], dict]
+    draw: Callable[[dict], Figure]
+
+    def full_title(self, marker: str = "") -> str:
+        """``Figure N. title``, led by ``[marker]`` when one is given (the report passes ``SIMULATED``)."""
+        title = f"Figure {self.number}. {self.title}"
+        return f"[{marker}] {title}" if marker else title
+
+    def make(self, study: Study, marker: str = "") -> dict:
+        """The figure's JSON-ready data, with its title; what ``draw`` takes."""
+        return {"title": self.full_title(marker), **self.data(study)}
+
+
+# file name (paper number and subject) -> figure, in the paper's order
+FIGURES: dict[str, PaperFigure] = {
+    "fig1_answer_type": PaperFigure(1, "Accuracy by answer type", accuracy_by_answer_type_data,
+                                    accuracy_by_answer_type_draw),
+    "fig2_params": PaperFigure(2, "Accuracy against parameters", accuracy_by_size_data, accuracy_by_size_draw),
+    "fig3_multi_answer": PaperFigure(3, "Multi-answer precision, recall and F1", multi_answer_overlap_data,
+                                     multi_answer_overlap_draw),
+    "fig4_subset": PaperFigure(4, "Models against the practitioner majority (subset)", models_vs_practitioners_data,
+                               models_vs_practitioners_draw),
+    "fig5_domains": PaperFigure(5, "Per-domain accuracy", accuracy_by_domain_data, accuracy_by_domain_draw),
+    "fig6_consensus": PaperFigure(6, "Accuracy by practitioner consensus", accuracy_by_consensus_data,
+                                  accuracy_by_consensus_draw),
+    "fig7_difficulty": PaperFigure(7, "Accuracy across practitioner-rated difficulty (median of three ratings)",
+                                   accuracy_by_difficulty_data, accuracy_by_difficulty_draw),
+    "fig8_quadrants": PaperFigure(8, "Outcomes against the practitioner majority", outcome_quadrants_data,
+                                  outcome_quadrants_draw),
+    "fig13_margin": PaperFigure(13, "Accuracy by confidence margin (quantile bins)", accuracy_by_margin_data,
+                                accuracy_by_margin_draw),
+    "fig14_confidence": PaperFigure(14, "Overconfidence and the confidence gap (margins capped at the 99th "
+                                    "percentile)", overconfidence_data, overconfidence_draw),
 }

@@ -13,26 +13,38 @@ each ``--outputs`` is a run folder written by ``tcmqa eval`` (``outputs/part-*.p
     REPORT_DIR/figures/<name>.png   each figure
     REPORT_DIR/figures/<name>.json  the exact data each figure was drawn from
 
-Figure JSON (for the Space): one object per figure, always with ``"title"``; every number is a
-float (percent 0-100, nats for margins) or null where undefined. Per figure:
+Over a SIMULATED study (inputs written by ``tcmqa simulate``, see :func:`is_simulated`) report.md's
+title, a banner under it and every figure's title (in its JSON, on the PNG and in the PNG's ``Title``
+metadata) say SIMULATED.
 
-* ``fig1_answer_type``: ``models``, ``families``, ``params_b``, ``full``, ``single``, ``multi``,
-  ``subset`` — parallel lists in board order (family, then size);
-* ``fig2_params``: ``families`` -> {family: {``models``, ``params_b``, ``full``}};
-* ``fig3_multi_answer``: ``models``, ``precision``, ``recall``, ``f1``, ``mean_pred_size``, ``n_multi``;
-* ``fig4_subset``: ``models``, ``families``, ``subset`` (sorted high to low), ``human``, ``n_items``;
-* ``fig5_domains``: ``domains`` (English keys, Table 1 order), ``series`` -> {name: one value per
-  domain}; the practitioner series is named "Practitioners (majority)";
-* ``fig6_consensus``: ``levels`` [0..3], ``n_items``, ``practitioner``, ``models`` -> {model: per
-  level}, ``all_missed`` -> {model: accuracy on items all three raters missed};
-* ``fig7_difficulty``: ``levels`` [1..5], ``n_items``, ``practitioner``, ``models`` -> {model: per level};
-* ``fig8_quadrants``: ``models`` (low to high subset accuracy), ``both``, ``neither``,
-  ``model_only``, ``practitioners_only`` (percent of subset items);
-* ``fig13_margin``: ``families`` -> {family: {model: {``margin``, ``accuracy``, ``n``}}};
-* ``fig14_confidence``: ``models``, ``families``, ``accuracy``, ``wrong_confidence``, ``gap``, ``cap_quantile``.
+Figures are named ``fig<N>_<subject>`` after the paper's figure number N; their titles begin
+``Figure N.`` and ``tcmqa.figures.FIGURES`` maps each name to its data and draw functions. Figure
+JSON (for the Space): one object per figure, always with ``"title"``; every number is a float
+(percent 0-100, nats for margins) or null where undefined. Per figure:
+
+* ``fig1_answer_type`` (``accuracy_by_answer_type``): ``models``, ``families``, ``params_b``,
+  ``full``, ``single``, ``multi``, ``subset`` — parallel lists in board order (family, then size);
+* ``fig2_params`` (``accuracy_by_size``): ``families`` -> {family: {``models``, ``params_b``, ``full``}};
+* ``fig3_multi_answer`` (``multi_answer_overlap``): ``models``, ``precision``, ``recall``, ``f1``,
+  ``mean_pred_size``, ``n_multi``;
+* ``fig4_subset`` (``models_vs_practitioners``): ``models``, ``families``, ``subset`` (sorted high
+  to low), ``human``, ``n_items``;
+* ``fig5_domains`` (``accuracy_by_domain``): ``domains`` (English keys, Table 1 order), ``series`` ->
+  {name: one value per domain}; the practitioner series is named "Practitioners (majority)";
+* ``fig6_consensus`` (``accuracy_by_consensus``): ``levels`` [0..3], ``n_items``, ``practitioner``,
+  ``models`` -> {model: per level}, ``all_missed`` -> {model: accuracy on items all three raters missed};
+* ``fig7_difficulty`` (``accuracy_by_difficulty``): ``levels`` [1..5], ``n_items``, ``practitioner``,
+  ``models`` -> {model: per level};
+* ``fig8_quadrants`` (``outcome_quadrants``): ``models`` (low to high subset accuracy), ``both``,
+  ``neither``, ``model_only``, ``practitioners_only`` (percent of subset items);
+* ``fig13_margin`` (``accuracy_by_margin``, Appendix B): ``families`` -> {family: {model:
+  {``margin``, ``accuracy``, ``n``}}};
+* ``fig14_confidence`` (``overconfidence``, Appendix B): ``models``, ``families``, ``accuracy``,
+  ``wrong_confidence``, ``gap``, ``cap_quantile``.
 
 Importable for notebooks: ``load_study`` (tcmqa.study), the table functions (tcmqa.tables), the
-figure functions (tcmqa.figures) and :func:`write_report`.
+figures (``tcmqa.figures.FIGURES[name].make(study)`` for the data, ``.draw(data)`` for the plot),
+:func:`is_simulated` and :func:`write_report`.
 """
 
 from __future__ import annotations
@@ -40,16 +52,47 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from tcmqa import tables
+from tcmqa.data import load_config
 from tcmqa.figures import FIGURES
+from tcmqa.outputs import RESULTS_FILE
+from tcmqa.simulate import SIMULATED
 from tcmqa.study import Study
 from tcmqa.study import load_study
+from tcmqa.study import run_dirs
+
+
+def is_simulated(data: str | Path, outputs: Sequence[str | Path] = ()) -> bool:
+    """Whether any input was written by ``tcmqa simulate``.
+
+    The simulator writes SIMULATED into every corpus ``source`` of its data tree, and ``simulated``
+    into the ``revision`` and ``engine_version`` of every run's ``results.json``; real builds and
+    real runs have neither. ``data`` is a built tree or a Hub id, ``outputs`` run folders or folders
+    of runs (as ``tcmqa report`` takes them).
+    """
+    folder = Path(data).expanduser() / "corpus"
+    if folder.is_dir():
+        sources = pq.read_table(sorted(folder.glob("*.parquet")), columns=["source"])["source"]
+    else:
+        sources = load_config(data, "corpus").data.table["source"]
+    if pc.any(pc.match_substring(sources, SIMULATED, ignore_case=True)).as_py():
+        return True
+    runs = run_dirs(list(outputs)) if outputs else []
+    for run in runs:
+        results = run / RESULTS_FILE
+        meta = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {}
+        if any(SIMULATED.lower() in str(meta.get(key) or "").lower() for key in ("revision", "engine_version")):
+            return True
+    return False
 
 
 def markdown_table(frame: pd.DataFrame, digits: int = 2) -> str:
@@ -99,23 +142,32 @@ def _sections(study: Study, n_boot: int) -> list[tuple[str, str, pd.DataFrame, i
     ]
 
 
-def write_report(study: Study, out: str | Path, n_boot: int = 1000) -> Path:
-    """Write report.md, tables/*.csv and figures/*.png + *.json under ``out``; returns report.md."""
+def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated: bool = False) -> Path:
+    """Write report.md, tables/*.csv and figures/*.png + *.json under ``out``; returns report.md.
+
+    ``simulated``: the study was written by ``tcmqa simulate`` (:func:`is_simulated` of its inputs);
+    the report's title, a banner and every figure's title then say SIMULATED.
+    """
     out = Path(out)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    md = ["# TCMQA report", "",
-          f"{len(study.corpus):,} corpus items ({len(study.item_ids):,} scored, flagged items excluded), "
-          f"{len(study.responses):,} practitioner responses, {len(study.subset):,} subset items, "
-          f"{len(study.models)} model runs.", ""]
+    marker = SIMULATED if simulated else ""
+    md = [f"# TCMQA report ({SIMULATED} data)" if simulated else "# TCMQA report", ""]
+    if simulated:
+        md += [f"> **{SIMULATED} DATA.** Every input was written by `tcmqa simulate`: the items, the "
+               "practitioner responses and the model outputs are simulated, so no number or figure here is a "
+               "finding about TCMQA, its practitioners or any model.", ""]
+    md += [f"{len(study.corpus):,} corpus items ({len(study.item_ids):,} scored, flagged items excluded), "
+           f"{len(study.responses):,} practitioner responses, {len(study.subset):,} subset items, "
+           f"{len(study.models)} model runs.", ""]
     for name, heading, frame, digits in _sections(study, n_boot):
         frame.to_csv(out / "tables" / f"{name}.csv", index=False)
         md += [f"## {heading}", "", markdown_table(frame, digits), ""]
-    for name, (data_fn, draw_fn) in FIGURES.items():
-        data = data_fn(study)
+    for name, figure in FIGURES.items():
+        data = figure.make(study, marker)
         (out / "figures" / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        fig = draw_fn(data)
-        fig.savefig(out / "figures" / f"{name}.png", dpi=110, bbox_inches="tight")
+        fig = figure.draw(data)
+        fig.savefig(out / "figures" / f"{name}.png", dpi=110, bbox_inches="tight", metadata={"Title": data["title"]})
         plt.close(fig)
         md += [f"## {data['title']}", "", f"![{name}](figures/{name}.png)", ""]
     path = out / "report.md"
@@ -134,7 +186,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     study = load_study(args.data, args.outputs)
-    path = write_report(study, args.out, args.n_boot)
-    print(f"wrote {path} ({len(study.models)} models, {study.covered.sum():,} output rows) "
+    simulated = is_simulated(args.data, args.outputs)
+    path = write_report(study, args.out, args.n_boot, simulated=simulated)
+    print(f"wrote {path}{f' over {SIMULATED} data' if simulated else ''} "
+          f"({len(study.models)} models, {study.covered.sum():,} output rows) "
           f"in {time.perf_counter() - start:.1f}s")
     return 0
