@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 start = time.perf_counter()
-from tcmqa.report import write_report  # noqa: E402
+from tcmqa.report import is_simulated, write_report  # noqa: E402
 from tcmqa.study import load_study  # noqa: E402
 
 import_s = time.perf_counter() - start
@@ -39,7 +39,7 @@ def main() -> None:
     study = load_study(study_dir / "data", [study_dir / "runs"])
     load_s = time.perf_counter() - t
     t = time.perf_counter()
-    write_report(study, args.out or tmp / "report")
+    write_report(study, args.out or tmp / "report", simulated=is_simulated(study_dir / "data"))
     report_s = time.perf_counter() - t
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     rows = int(study.covered.sum())

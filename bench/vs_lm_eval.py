@@ -99,7 +99,7 @@ def process_results(doc: dict, results: list[str]) -> dict:
 def make_task(data: Path, item_ids: list[str]):
     """A ``generate_until`` ConfigurableTask over the corpus rows ``item_ids``, in that order."""
     import datasets
-    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.api.task import ConfigurableTask  # pyright: ignore[reportMissingImports] (the bench extra)
     from tcmqa import prompts
     from tcmqa.data import load_config
 
@@ -167,8 +167,8 @@ def child_lm_eval(model: Path, data: Path, dtype: str, ids_file: Path, out: Path
     """lm-eval's ``vllm`` model type on the same items; samples (prompt, text) go to ``out``."""
     start = time.perf_counter()
     _patch_vllm_version()
-    import lm_eval
-    from lm_eval.models.vllm_causallms import VLLM
+    import lm_eval  # pyright: ignore[reportMissingImports] (the bench extra)
+    from lm_eval.models.vllm_causallms import VLLM  # pyright: ignore[reportMissingImports]
     from tcmqa import prompts
 
     item_ids = json.loads(ids_file.read_text())

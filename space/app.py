@@ -9,34 +9,48 @@ worker itself, accepts local model folders and needs no sign-in::
 
 from __future__ import annotations
 
-import atexit
 import shlex
-import subprocess
-import sys
-import time
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
 from tcmqa.leaderboard import board as board_lib
+from tcmqa.leaderboard import queue
 from tcmqa.leaderboard.explorer import Explorer
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
 from tcmqa.schema import CITATION, HOMEPAGE
-from tcmqa.store import FAILED, Store, open_store
-from tcmqa.worker import die_with_parent
-
-QUEUE_COLUMNS = ["id", "model", "revision", "status", "progress", "attempts", "user", "submitted", "updated"]
+from tcmqa.store import Store, open_store
+from tcmqa.worker import spawn_worker
 
 ABOUT = """
 ## Protocol ({protocol})
 Each model answers every item once: its own chat template with thinking disabled, greedy decoding
 (temperature 0), 16 new tokens. Two predictions come from that one generation: the letters A–E found
-in the text (the paper's rule, exact match on the answer set: **Full**, **Single**, **Multi**,
-**Subset**), and the argmax over A–E of the first token's log-probs (**LP Full**). Multi-answer items also
-get precision/recall/F1. **Δ human** is Subset minus the practitioners' majority vote ({human}).
-Rows marked *reported* are the paper's Table 4; *evaluated* rows were run by this Space.
+in the text after NFKC normalisation (exact match on the answer set: **Full**, **Single**, **Multi**,
+**Subset**), and the argmax over A–E of the first token's log-probs, read by token id for all five
+letters (**LP Full**). Multi-answer items also get precision/recall/F1. **Δ human** is Subset minus the
+practitioners' majority vote ({human}). Rows marked *reported* are the paper's Table 4; *evaluated*
+rows were run by this Space.
+
+## Departures from the paper
+*Evaluated* rows are scored with three departures from the paper's Section 2.3 (*reported* rows are
+the paper's own numbers):
+
+- **(a) Letter scan.** The text is NFKC-normalised before the scan, so full-width `Ｂ` or circled `Ⓑ`
+  counts as `B`; the paper scans the raw text. Effect: Full, Single, Multi, Subset and Multi P/R/F1
+  change only for a model whose text holds such characters. The paper's behaviour: re-score
+  `generated_text` in the `outputs` config with the metric's `parser="paper"`.
+- **(b) Letter log-probs.** All five letters are read by token id, each summed (log-sum-exp) over its
+  single-token spellings; the paper takes the engine's top-k log-probs and sets letters outside them to
+  −∞. Effect: LP Full can differ, and margins are always finite here, so **Conf. gap** is not comparable
+  with the paper's. The paper's behaviour cannot be recovered from the stored `letter_logprobs`: it
+  needs a re-run with the engine returning its top-k log-probs.
+- **(c) Empty predictions.** An answer with no letter scores precision 0 in Multi P/R/F1; the paper's
+  Table 5 reads as if such answers were left out of precision. Effect: multi-answer precision is lower
+  here when a model gives empty answers. The paper's behaviour: drop rows with an empty `prediction`
+  before averaging `precision`, or score with the metric's `empty_precision=None`.
 
 ## Links
 - Dataset: [{homepage}]({homepage}) (configs `corpus`, `responses`, `subset`, `outputs`, `results`)
@@ -46,41 +60,6 @@ Rows marked *reported* are the paper's Table 4; *evaluated* rows were run by thi
 ```bibtex
 {citation}```
 """
-
-
-def _jobs_frame(store: Store) -> pd.DataFrame:
-    def stamp(t: float) -> str:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) if t else ""
-
-    rows = [{**job.__dict__, "revision": job.revision[:12], "submitted": stamp(job.submitted_at),
-             "updated": stamp(job.updated_at)} for job in store.jobs()]
-    return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
-
-
-def _job_markdown(store: Store, job_id: str) -> str:
-    job_id = (job_id or "").strip()
-    if not job_id:
-        return "Submit a model, or enter a job id."
-    job = store.get(job_id)
-    if job is None:
-        return f"No job `{job_id}`."
-    text = f"**{job.status}** · `{job.model}` @ `{job.revision[:12]}` · job `{job.id}` · attempt {job.attempts}"
-    if job.progress:
-        text += f"\n\nProgress: {job.progress}"
-    if job.status == FAILED:
-        text += f"\n\n**Reason:** {job.reason}\n\nYou may fix the model and resubmit."
-        if job.log_tail:
-            text += f"\n\n```text\n{job.log_tail[-3000:]}\n```"
-    return text
-
-
-def _plots(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    scored = frame.dropna(subset=["Full", "Params (B)"])
-    scatter = pd.DataFrame({"model": scored["Model"], "params_b": scored["Params (B)"], "full": scored["Full"],
-                            "family": scored["Family"], "origin": scored["Origin"]})
-    subset = frame.dropna(subset=["Subset"]).sort_values("Subset", ascending=False)
-    bars = pd.DataFrame({"model": subset["Model"], "subset": subset["Subset"], "origin": subset["Origin"]})
-    return scatter, bars
 
 
 def build_app(settings: Settings, store: Store | None = None, api: Any = None) -> gr.Blocks:
@@ -103,7 +82,7 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
         return gr.update(choices=board.families(), value=current)
 
     def show_plots() -> tuple[pd.DataFrame, pd.DataFrame]:
-        return _plots(board.frame())
+        return board_lib.plot_frames(board.frame())
 
     def show_item(item_id: str) -> tuple[str, pd.DataFrame, pd.DataFrame]:
         try:
@@ -122,7 +101,7 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
                 "PENDING. Its status updates below.", job.id)
 
     def show_queue() -> pd.DataFrame:
-        return _jobs_frame(store)
+        return queue.jobs_frame(store)
 
     with gr.Blocks(title="TCMQA leaderboard") as demo:
         gr.Markdown("# TCMQA leaderboard\nTraditional Chinese Medicine licensing-exam questions, "
@@ -180,7 +159,7 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             status = gr.Markdown(elem_id="submit-status")
             submit_button.click(submit, [model_id, revision], [feedback, job_id], api_name="submit")
             status_timer = gr.Timer(2)
-            gr.on([job_id.change, status_timer.tick], lambda j: _job_markdown(store, j), job_id, status,
+            gr.on([job_id.change, status_timer.tick], lambda j: queue.job_markdown(store, j), job_id, status,
                   api_name="job", show_progress="hidden")
         with gr.Tab("Queue"):
             queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label="Evaluation requests")
@@ -191,20 +170,11 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
     return demo
 
 
-def start_worker(settings: Settings) -> subprocess.Popen:
-    """Local mode: one worker process next to the app, stopped with it."""
-    argv = [sys.executable, "-m", "tcmqa", "worker", "--store", settings.store, "--data", settings.data,
-            *shlex.split(settings.worker_args)]
-    worker = subprocess.Popen(argv, preexec_fn=die_with_parent)
-    atexit.register(worker.terminate)
-    return worker
-
-
 def main() -> None:
     """Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (a Space sets them)."""
     settings = Settings.from_env()
     if settings.start_worker:
-        start_worker(settings)
+        spawn_worker(settings.store, settings.data, shlex.split(settings.worker_args))
     build_app(settings).queue(default_concurrency_limit=8).launch()
 
 

@@ -49,7 +49,7 @@ def test_board_is_grouped_by_family_then_size(study):
 
 
 def test_quadrants_partition_the_subset_and_match_accuracies(study):
-    d = figures.fig8_data(study)
+    d = figures.outcome_quadrants_data(study)
     total = np.array(d["both"]) + np.array(d["neither"]) + np.array(d["model_only"]) + np.array(d["practitioners_only"])
     np.testing.assert_allclose(total, 100, atol=1e-3)
     board = tables.leaderboard(study).set_index("model")

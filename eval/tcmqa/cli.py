@@ -3,7 +3,8 @@
 Each stage lives in its own module, which exposes ``add_arguments(parser)`` and ``main(args)``;
 modules are imported only when their command runs, so ``tcmqa build`` never loads an engine.
 A command's own output (a results row, a build summary) goes to stdout; diagnostics go through
-``logging`` to stderr, at INFO by default, DEBUG with ``-v`` and WARNING with ``-q``.
+``logging`` to stderr, at INFO by default, DEBUG with ``-v`` and WARNING with ``-q`` (other libraries
+log at WARNING).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
             mod.add_arguments(command)
             command.set_defaults(run=mod.main)
     args = parser.parse_args(argv)
-    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # The project's diagnostics at the chosen level; other libraries' (matplotlib, httpx, ...) at WARNING.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("tcmqa").setLevel(logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO)
     return int(args.run(args) or 0)
 

@@ -9,6 +9,7 @@ a job whose worker died is re-queued by any other worker once its heartbeat is s
 from __future__ import annotations
 
 import argparse
+import atexit
 import ctypes
 import dataclasses
 import json
@@ -96,6 +97,14 @@ def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
 def die_with_parent() -> None:
     """In a child (``preexec_fn``): get SIGKILL when its parent dies, so a killed parent leaves no orphan."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def spawn_worker(store: str, data: str, extra_args: list[str] | None = None) -> subprocess.Popen:
+    """Start ``tcmqa worker`` beside the calling process (the local Space), stopped when it exits."""
+    argv = [sys.executable, "-m", "tcmqa", "worker", "--store", store, "--data", data, *(extra_args or [])]
+    worker = subprocess.Popen(argv, preexec_fn=die_with_parent)
+    atexit.register(worker.terminate)
+    return worker
 
 
 def _tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:

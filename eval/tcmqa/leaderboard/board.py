@@ -86,6 +86,16 @@ def select(
     return shown[wanted].reset_index(drop=True)
 
 
+def plot_frames(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The Plots tab's data: accuracy against size (rows with both), and Subset accuracy high to low."""
+    scored = frame.dropna(subset=["Full", "Params (B)"])
+    scatter = pd.DataFrame({"model": scored["Model"], "params_b": scored["Params (B)"], "full": scored["Full"],
+                            "family": scored["Family"], "origin": scored["Origin"]})
+    subset = frame.dropna(subset=["Subset"]).sort_values("Subset", ascending=False)
+    bars = pd.DataFrame({"model": subset["Model"], "subset": subset["Subset"], "origin": subset["Origin"]})
+    return scatter, bars
+
+
 class Board:
     """The merged board for one store, rebuilt only when the store's results change."""
 
