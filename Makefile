@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine (Python 3.11, no GPU, no Hub):
 #   make serve   the main job: the leaderboard Space, offline, on the embedded SQLite store
-#   make test    the test suite (what CI runs)
+#   make test    lint, then the test suite (what CI runs)
 PY      ?= python3.11
 VENV    := .venv
 BIN     := $(VENV)/bin
@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TCMQA_CACHE ?= $(CURDIR)/.cache
 
-.PHONY: install serve test demo-tree
+.PHONY: install serve test lint demo-tree
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -32,5 +32,11 @@ demo-tree: runs/demo-tree/README.md
 serve: demo-tree
 	$(BIN)/tcmqa serve --data runs/demo-tree --worker-args "--engine transformers --dtype $(DTYPE)"
 
-test: $(STAMP)
+# lint: ruff (lint and format) and every import resolving (basedpyright; config in pyproject.toml)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/basedpyright
+
+test: lint
 	$(BIN)/python -m pytest

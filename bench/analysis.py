@@ -44,9 +44,14 @@ def main() -> None:
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     rows = int(study.covered.sum())
     print(f"import     {import_s:6.1f} s")
-    print(f"load       {load_s:6.1f} s  ({rows:,} output rows, {len(study.models)} models, {len(study.item_ids):,} items)")
+    print(
+        f"load       {load_s:6.1f} s  ({rows:,} output rows, {len(study.models)} models, {len(study.item_ids):,} items)"
+    )
     print(f"report     {report_s:6.1f} s  (tables, bootstrap, figures)")
-    print(f"total      {load_s + report_s:6.1f} s  load + report (target < 60 s); peak RSS {peak_gb:.2f} GB (target < 4 GB)")
+    print(
+        f"total      {load_s + report_s:6.1f} s  load + report (target < 60 s); "
+        f"peak RSS {peak_gb:.2f} GB (target < 4 GB)"
+    )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,20 @@ def child(engine: str, model: Path, tree: Path, n_items: int, dtype: str, result
     parser = argparse.ArgumentParser()
     harness.add_arguments(parser)
     with tempfile.TemporaryDirectory() as out:
-        argv = ["--model", str(model), "--data", str(tree), "--engine", engine.removesuffix("-compiled"),
-                "--dtype", dtype, "--limit", str(n_items), "--out", out]
+        argv = [
+            "--model",
+            str(model),
+            "--data",
+            str(tree),
+            "--engine",
+            engine.removesuffix("-compiled"),
+            "--dtype",
+            dtype,
+            "--limit",
+            str(n_items),
+            "--out",
+            out,
+        ]
         if engine == "vllm":
             argv.append("--enforce-eager")
         report = harness.run(parser.parse_args(argv))
@@ -63,8 +75,22 @@ def child(engine: str, model: Path, tree: Path, n_items: int, dtype: str, result
 def measure(engine: str, model: Path, tree: Path, n_items: int, dtype: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         result = Path(tmp) / "timings.json"
-        command = [sys.executable, __file__, "--child", engine, "--model", str(model), "--tree", str(tree),
-                   "--items", str(n_items), "--dtype", dtype, "--result", str(result)]
+        command = [
+            sys.executable,
+            __file__,
+            "--child",
+            engine,
+            "--model",
+            str(model),
+            "--tree",
+            str(tree),
+            "--items",
+            str(n_items),
+            "--dtype",
+            dtype,
+            "--result",
+            str(result),
+        ]
         done = subprocess.run(command, env={**os.environ, **ENV}, capture_output=True, text=True, cwd=REPO)
         if done.returncode != 0 or not result.exists():
             sys.exit(f"{engine} failed:\n{done.stderr[-4000:]}")

@@ -11,22 +11,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import runpy
 import socket
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import runpy
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before any Hugging Face import reads it
 
-import httpx  # noqa: E402
+import httpx
 
-from tcmqa.leaderboard import board as board_lib  # noqa: E402
-from tcmqa.leaderboard.settings import Settings  # noqa: E402
-from tcmqa.store import SQLiteStore  # noqa: E402
+from tcmqa.leaderboard import board as board_lib
+from tcmqa.leaderboard.settings import Settings
+from tcmqa.store import SQLiteStore
 
 APP = Path(__file__).resolve().parents[1] / "space" / "app.py"
 
@@ -37,9 +35,23 @@ def fill(store: SQLiteStore, rows: int) -> None:
         store.submit(f"bench/model-{i:04d}", f"{i:040x}", "v1", "bench")
     while (job := store.claim("bench")) is not None:
         i = int(job.model.rsplit("-", 1)[1])
-        store.finish(job, {"model": job.model, "family": f"F{i % 12}", "params_b": 0.1 + i % 70, "origin": "evaluated",
-                           "full": (i * 7) % 100, "single": (i * 5) % 100, "multi": (i * 3) % 100, "subset": (i * 11) % 100,
-                           "revision": job.revision, "protocol": "v1", "engine": "vllm"}, [])
+        store.finish(
+            job,
+            {
+                "model": job.model,
+                "family": f"F{i % 12}",
+                "params_b": 0.1 + i % 70,
+                "origin": "evaluated",
+                "full": (i * 7) % 100,
+                "single": (i * 5) % 100,
+                "multi": (i * 3) % 100,
+                "subset": (i * 11) % 100,
+                "revision": job.revision,
+                "protocol": "v1",
+                "engine": "vllm",
+            },
+            [],
+        )
 
 
 def browser_first_render(url: str) -> float | None:
@@ -48,8 +60,10 @@ def browser_first_render(url: str) -> float | None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
         page = browser.new_page()
         page.goto(url)  # warm: static assets cached, as for a returning visitor
         page.locator("#board-table [data-testid='cell-0-0']").wait_for(timeout=60_000)
@@ -64,6 +78,7 @@ def browser_first_render(url: str) -> float | None:
 
 async def concurrent_loads(url: str, n: int) -> tuple[list[float], float]:
     async with httpx.AsyncClient(timeout=120) as client:
+
         async def load() -> float:
             start = time.perf_counter()
             response = await client.get(url)
@@ -91,13 +106,25 @@ def main() -> None:
     print(f"board rows: {len(shown)} ({args.rows} evaluated + 29 reported + 1 reference)")
     print(f"server-side first board (read store, merge, select): {server * 1000:.0f} ms")
 
-    settings = Settings(hosted=False, store=str(store.root), data="unused", start_worker=False, worker_args="",
-                        max_params_b=16, remote_code_allowlist=frozenset(), rate_limit=5, rate_window_h=24, refresh_s=60)
+    settings = Settings(
+        hosted=False,
+        store=str(store.root),
+        data="unused",
+        start_worker=False,
+        worker_args="",
+        max_params_b=16,
+        remote_code_allowlist=frozenset(),
+        rate_limit=5,
+        rate_window_h=24,
+        refresh_s=60,
+    )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     demo = runpy.run_path(str(APP), run_name="space_app")["build_app"](settings, store, api=object())
-    demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    demo.queue(default_concurrency_limit=8).launch(
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True
+    )
     url = f"http://127.0.0.1:{port}/"
     try:
         rendered = browser_first_render(url)
@@ -105,8 +132,10 @@ def main() -> None:
             print(f"browser first render (navigation -> first board row drawn): {rendered:.2f} s")
         times, wall = asyncio.run(concurrent_loads(url, args.loads))
         q = statistics.quantiles(times, n=100)
-        print(f"{args.loads} concurrent page loads (GET / + /config): wall {wall:.2f} s, "
-              f"p50 {q[49]:.2f} s, p95 {q[94]:.2f} s, max {max(times):.2f} s, {args.loads / wall:.0f} loads/s")
+        print(
+            f"{args.loads} concurrent page loads (GET / + /config): wall {wall:.2f} s, "
+            f"p50 {q[49]:.2f} s, p95 {q[94]:.2f} s, max {max(times):.2f} s, {args.loads / wall:.0f} loads/s"
+        )
     finally:
         demo.close()
 

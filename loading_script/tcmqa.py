@@ -38,11 +38,16 @@ class TCMQA(datasets.GeneratorBasedBuilder):
     """Generates the corpus, responses and subset configs from raw sources."""
 
     BUILDER_CONFIG_CLASS = TCMQAConfig
-    BUILDER_CONFIGS = [TCMQAConfig(name=name) for name in ("corpus", "responses", "subset")]
+    BUILDER_CONFIGS = [TCMQAConfig(name=name) for name in ("corpus", "responses", "subset")]  # noqa: RUF012
 
     def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=DESCRIPTION, features=FEATURES[self.config.name],
-                                    homepage=HOMEPAGE, license=LICENSE, citation=CITATION)
+        return datasets.DatasetInfo(
+            description=DESCRIPTION,
+            features=FEATURES[self.config.name],
+            homepage=HOMEPAGE,
+            license=LICENSE,
+            citation=CITATION,
+        )
 
     def _split_generators(self, dl_manager):
         if not self.config.items:

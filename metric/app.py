@@ -8,6 +8,5 @@ from pathlib import Path
 import evaluate
 from evaluate.utils import launch_gradio_widget
 
-
 if __name__ == "__main__":
     launch_gradio_widget(evaluate.load(str(Path(__file__).with_name("tcmqa_metric.py"))))

@@ -12,7 +12,6 @@ import unicodedata
 
 import numpy as np
 
-
 LETTERS = "ABCDE"
 
 _CITATION = """\
@@ -148,8 +147,7 @@ def _as_text(value, role: str) -> str:
         except TypeError:
             pass  # an item that is not a string
     raise TypeError(
-        f"unsupported {role} {value!r} of type {type(value).__name__}: "
-        "expected a string or a list of letter strings"
+        f"unsupported {role} {value!r} of type {type(value).__name__}: expected a string or a list of letter strings"
     )
 
 
@@ -162,8 +160,7 @@ def _texts(values, role: str):
 def _check_lengths(predictions, references) -> None:
     if len(predictions) != len(references):
         raise ValueError(
-            f"predictions and references differ in length: {len(predictions)} predictions, "
-            f"{len(references)} references"
+            f"predictions and references differ in length: {len(predictions)} predictions, {len(references)} references"
         )
 
 
@@ -248,8 +245,12 @@ def _tables(empty_precision: float | None) -> tuple[np.ndarray, ...]:
     overlap = _SIZE[pred & ref]
     pred_size = np.broadcast_to(_SIZE[pred], overlap.shape)
     ref_size = np.maximum(_SIZE[ref], 1)  # a reference is never empty; this only keeps unused cells finite
-    precision = np.divide(overlap, pred_size, out=np.full(overlap.shape, np.nan if empty_precision is None else float(empty_precision)),
-                          where=pred_size > 0)
+    precision = np.divide(
+        overlap,
+        pred_size,
+        out=np.full(overlap.shape, np.nan if empty_precision is None else float(empty_precision)),
+        where=pred_size > 0,
+    )
     recall = overlap / ref_size
     total = precision + recall
     f1 = np.divide(2 * precision * recall, total, out=np.zeros(overlap.shape), where=total > 0)  # nan > 0 is False
@@ -365,7 +366,9 @@ def _metric_class() -> type:
                 **kwargs,
             )
 
-        def _compute(self, predictions, references, answer_types=None, parser="nfkc", empty_precision=0.0, per_item=False):
+        def _compute(
+            self, predictions, references, answer_types=None, parser="nfkc", empty_precision=0.0, per_item=False
+        ):
             return score(
                 predictions, references, answer_types, parser=parser, empty_precision=empty_precision, per_item=per_item
             )

@@ -73,10 +73,27 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
     board = board_lib.Board(store)
     explorer = Explorer(settings.data, store)
 
-    def show_board(search: str, families: list[str], size_min: float | None, size_max: float | None,
-                   origins: list[str], columns: list[str], sort_by: str, descending: bool) -> pd.DataFrame:
-        return board_lib.select(board.frame(), search, families or (), size_min, size_max, origins or (),
-                                columns or board_lib.DEFAULT_COLUMNS, sort_by, descending)
+    def show_board(
+        search: str,
+        families: list[str],
+        size_min: float | None,
+        size_max: float | None,
+        origins: list[str],
+        columns: list[str],
+        sort_by: str,
+        descending: bool,
+    ) -> pd.DataFrame:
+        return board_lib.select(
+            board.frame(),
+            search,
+            families or (),
+            size_min,
+            size_max,
+            origins or (),
+            columns or board_lib.DEFAULT_COLUMNS,
+            sort_by,
+            descending,
+        )
 
     def refresh_families(current: list[str]) -> Any:
         return gr.update(choices=board.families(), value=current)
@@ -97,15 +114,20 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             job = enqueue(accepted, user=user, store=store, policy=policy)
         except Rejected as err:
             return f"❌ {err}", ""
-        return (f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as job `{job.id}`: "
-                "PENDING. Its status updates below.", job.id)
+        return (
+            f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as job `{job.id}`: "
+            "PENDING. Its status updates below.",
+            job.id,
+        )
 
     def show_queue() -> pd.DataFrame:
         return queue.jobs_frame(store)
 
     with gr.Blocks(title="TCMQA leaderboard") as demo:
-        gr.Markdown("# TCMQA leaderboard\nTraditional Chinese Medicine licensing-exam questions, "
-                    f"with a licensed-practitioner reference (majority vote {board_lib.HUMAN_SUBSET} on the subset).")
+        gr.Markdown(
+            "# TCMQA leaderboard\nTraditional Chinese Medicine licensing-exam questions, "
+            f"with a licensed-practitioner reference (majority vote {board_lib.HUMAN_SUBSET} on the subset)."
+        )
         timer = gr.Timer(settings.refresh_s)
         with gr.Tab("Board"):
             with gr.Row():
@@ -115,23 +137,40 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
                 size_max = gr.Number(label="Max params (B)", value=1000, minimum=0, elem_id="board-size-max")
             with gr.Row():
                 origins = gr.CheckboxGroup(board_lib.ORIGINS, value=board_lib.ORIGINS, label="Rows")
-                columns = gr.CheckboxGroup(list(board_lib.COLUMNS)[1:], value=board_lib.DEFAULT_COLUMNS[1:],
-                                           label="Columns (answer types: Full, Single, Multi, Subset)")
+                columns = gr.CheckboxGroup(
+                    list(board_lib.COLUMNS)[1:],
+                    value=board_lib.DEFAULT_COLUMNS[1:],
+                    label="Columns (answer types: Full, Single, Multi, Subset)",
+                )
             with gr.Row():
                 sort_by = gr.Dropdown(list(board_lib.COLUMNS), value="Full", label="Sort by")
                 descending = gr.Checkbox(value=True, label="Descending")
-            table = gr.Dataframe(interactive=False, pinned_columns=1, max_height=700, elem_id="board-table",
-                                 label="Leaderboard")
+            table = gr.Dataframe(
+                interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label="Leaderboard"
+            )
             inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending]
             for control in inputs:
                 control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
             gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
             timer.tick(refresh_families, families, families, api_name=False, show_progress="hidden")
         with gr.Tab("Plots"):
-            scatter = gr.ScatterPlot(x="params_b", y="full", color="family", x_title="Parameters (B)",
-                                     y_title="Full exact match (%)", label="Accuracy vs size")
-            bars = gr.BarPlot(x="model", y="subset", color="origin", sort="-y", y_title="Subset exact match (%)",
-                              label="Subset accuracy (the practitioners' reference included)", x_label_angle=-60)
+            scatter = gr.ScatterPlot(
+                x="params_b",
+                y="full",
+                color="family",
+                x_title="Parameters (B)",
+                y_title="Full exact match (%)",
+                label="Accuracy vs size",
+            )
+            bars = gr.BarPlot(
+                x="model",
+                y="subset",
+                color="origin",
+                sort="-y",
+                y_title="Subset exact match (%)",
+                label="Subset accuracy (the practitioners' reference included)",
+                x_label_angle=-60,
+            )
             gr.on([demo.load, timer.tick], show_plots, None, [scatter, bars], api_name="plots", show_progress="hidden")
         with gr.Tab("Item explorer"):
             item_id = gr.Textbox(label="Item id", elem_id="item-id")
@@ -141,12 +180,19 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             item_responses = gr.Dataframe(interactive=False)
             gr.Markdown("**Models' outputs**")
             item_outputs = gr.Dataframe(interactive=False, wrap=True)
-            gr.on([item_button.click, item_id.submit], show_item, item_id, [item_text, item_responses, item_outputs],
-                  api_name="item")
+            gr.on(
+                [item_button.click, item_id.submit],
+                show_item,
+                item_id,
+                [item_text, item_responses, item_outputs],
+                api_name="item",
+            )
         with gr.Tab("Submit"):
             if settings.hosted:
                 gr.LoginButton()
-                hint = "Sign in with Hugging Face, then enter a model id and optionally a revision (branch, tag or sha)."
+                hint = (
+                    "Sign in with Hugging Face, then enter a model id and optionally a revision (branch, tag or sha)."
+                )
             else:
                 hint = "Local mode: no sign-in; a Hub model id or a local model folder (safetensors) is accepted."
             gr.Markdown(hint)
@@ -159,14 +205,23 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             status = gr.Markdown(elem_id="submit-status")
             submit_button.click(submit, [model_id, revision], [feedback, job_id], api_name="submit")
             status_timer = gr.Timer(2)
-            gr.on([job_id.change, status_timer.tick], lambda j: queue.job_markdown(store, j), job_id, status,
-                  api_name="job", show_progress="hidden")
+            gr.on(
+                [job_id.change, status_timer.tick],
+                lambda j: queue.job_markdown(store, j),
+                job_id,
+                status,
+                api_name="job",
+                show_progress="hidden",
+            )
         with gr.Tab("Queue"):
             queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label="Evaluation requests")
             gr.on([demo.load, timer.tick], show_queue, None, queue_table, api_name="queue", show_progress="hidden")
         with gr.Tab("About"):
-            gr.Markdown(ABOUT.format(protocol=policy.protocol, human=board_lib.HUMAN_SUBSET, homepage=HOMEPAGE,
-                                     citation=CITATION))
+            gr.Markdown(
+                ABOUT.format(
+                    protocol=policy.protocol, human=board_lib.HUMAN_SUBSET, homepage=HOMEPAGE, citation=CITATION
+                )
+            )
     return demo
 
 

@@ -14,15 +14,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # built models (Gemma 270M) are cached in the checkout, git-ignored, and shared by test runs
 os.environ.setdefault("TCMQA_CACHE", str(Path(__file__).resolve().parents[1] / ".cache"))
 
-import pytest  # noqa: E402
-
-from sources import DEMO_ITEMS  # noqa: E402
-from sources import SAMPLE  # noqa: E402
-from sources import SAMPLE_DB  # noqa: E402
-from sources import SAMPLE_ITEMS  # noqa: E402
-from sources import demo_interactions  # noqa: E402
-from sources import read_jsonl  # noqa: E402
-from sources import write_platform_db  # noqa: E402
+import pytest
+from sources import (
+    DEMO_ITEMS,
+    SAMPLE,
+    SAMPLE_DB,
+    SAMPLE_ITEMS,
+    demo_interactions,
+    read_jsonl,
+    write_platform_db,
+)
 
 
 @pytest.fixture(scope="session")
@@ -32,8 +33,9 @@ def demo_items() -> list[dict]:
 
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory, demo_items) -> Path:
-    return write_platform_db(tmp_path_factory.mktemp("demo") / "platform.sqlite", demo_items,
-                             demo_interactions(demo_items))
+    return write_platform_db(
+        tmp_path_factory.mktemp("demo") / "platform.sqlite", demo_items, demo_interactions(demo_items)
+    )
 
 
 @pytest.fixture(scope="session")

@@ -65,11 +65,15 @@ class FakeHub:
         with self._lock:
             return SimpleNamespace(sha=self._chain(repo_id)[-1][0])
 
-    def list_repo_files(self, repo_id: str, repo_type: str | None = None, revision: str | None = None, **_: Any) -> list[str]:
+    def list_repo_files(
+        self, repo_id: str, repo_type: str | None = None, revision: str | None = None, **_: Any
+    ) -> list[str]:
         with self._lock:
             return sorted(self._files(repo_id, revision))
 
-    def hf_hub_download(self, repo_id: str, filename: str, repo_type: str | None = None, revision: str | None = None, **_: Any) -> str:
+    def hf_hub_download(
+        self, repo_id: str, filename: str, repo_type: str | None = None, revision: str | None = None, **_: Any
+    ) -> str:
         if repo_type in (None, "model"):
             return self._write(f"models/{repo_id}/{filename}", self.model_file(repo_id, filename))
         with self._lock:
@@ -88,15 +92,25 @@ class FakeHub:
         os.replace(tmp, path)
         return str(path)
 
-    def create_commit(self, repo_id: str, operations: list[Any], *, commit_message: str, repo_type: str | None = None,
-                      parent_commit: str | None = None, **_: Any) -> SimpleNamespace:
+    def create_commit(
+        self,
+        repo_id: str,
+        operations: list[Any],
+        *,
+        commit_message: str,
+        repo_type: str | None = None,
+        parent_commit: str | None = None,
+        **_: Any,
+    ) -> SimpleNamespace:
         with self._lock:
             if repo_id not in self._repos:
                 self._repos[repo_id] = [(hashlib.sha1(repo_id.encode()).hexdigest(), {})]
             chain = self._repos[repo_id]
             if parent_commit is not None and parent_commit != chain[-1][0]:
                 self.conflicts += 1
-                raise HfHubHTTPError("A commit has happened since. Please refresh and try again.", response=_response(412))
+                raise HfHubHTTPError(
+                    "A commit has happened since. Please refresh and try again.", response=_response(412)
+                )
             files = dict(chain[-1][1])
             for op in operations:
                 assert isinstance(op, CommitOperationAdd)
@@ -108,13 +122,29 @@ class FakeHub:
             return SimpleNamespace(oid=sha)
 
     # -- model repos ----------------------------------------------------------------------------------
-    def add_model(self, repo_id: str, *, sha: str = "a" * 40, revisions: tuple[str, ...] = ("main",),
-                  files: tuple[str, ...] = ("config.json", "model.safetensors", "tokenizer_config.json"),
-                  params: int | None = 270_000_000, gated: bool | str = False, access: bool = True,
-                  config: dict[str, Any] | None = None, tokenizer_config: dict[str, Any] | None = None) -> None:
+    def add_model(
+        self,
+        repo_id: str,
+        *,
+        sha: str = "a" * 40,
+        revisions: tuple[str, ...] = ("main",),
+        files: tuple[str, ...] = ("config.json", "model.safetensors", "tokenizer_config.json"),
+        params: int | None = 270_000_000,
+        gated: bool | str = False,
+        access: bool = True,
+        config: dict[str, Any] | None = None,
+        tokenizer_config: dict[str, Any] | None = None,
+    ) -> None:
         self.models[repo_id] = dict(
-            sha=sha, revisions=revisions, files=files, params=params, gated=gated, access=access,
-            config=config if config is not None else {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text"},
+            sha=sha,
+            revisions=revisions,
+            files=files,
+            params=params,
+            gated=gated,
+            access=access,
+            config=config
+            if config is not None
+            else {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text"},
             tokenizer_config=tokenizer_config if tokenizer_config is not None else {"chat_template": "{{ messages }}"},
         )
 
@@ -127,10 +157,17 @@ class FakeHub:
         model = self._model(repo_id)
         if revision is not None and revision not in model["revisions"] and revision != model["sha"]:
             raise RevisionNotFoundError(f"Invalid rev id: {revision}", response=_response(404))
-        safetensors = SimpleNamespace(total=model["params"], parameters={"BF16": model["params"]}) if model["params"] else None
+        safetensors = (
+            SimpleNamespace(total=model["params"], parameters={"BF16": model["params"]}) if model["params"] else None
+        )
         return SimpleNamespace(
-            id=repo_id, sha=model["sha"], gated=model["gated"], config=model["config"], safetensors=safetensors,
-            siblings=[SimpleNamespace(rfilename=f) for f in model["files"]], pipeline_tag="text-generation",
+            id=repo_id,
+            sha=model["sha"],
+            gated=model["gated"],
+            config=model["config"],
+            safetensors=safetensors,
+            siblings=[SimpleNamespace(rfilename=f) for f in model["files"]],
+            pipeline_tag="text-generation",
         )
 
     def auth_check(self, repo_id: str, **_: Any) -> None:

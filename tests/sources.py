@@ -34,8 +34,10 @@ def write_platform_db(path: Path, items: list[dict], interactions: list[tuple]) 
     """A database in the annotation platform's format (the columns the builder reads)."""
     con = sqlite3.connect(path)
     con.executescript(PLATFORM_SCHEMA)
-    con.executemany("INSERT INTO questions VALUES (?, ?, ?, ?)",
-                    [(r["question_id"], r["question"], json.dumps(r["choices"]), r["answer"]) for r in items])
+    con.executemany(
+        "INSERT INTO questions VALUES (?, ?, ?, ?)",
+        [(r["question_id"], r["question"], json.dumps(r["choices"]), r["answer"]) for r in items],
+    )
     users = sorted({row[0] for row in interactions})
     con.executemany("INSERT INTO user VALUES (?, ?, ?)", [(u, f"rater{u}", "[]") for u in users])
     con.executemany("INSERT INTO user_interactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", interactions)
@@ -57,8 +59,19 @@ def demo_interactions(items: list[dict]) -> list[tuple]:
             letters = list(item["answer"]) if right else (["E"] if item["answer"] != "E" else ["A"])
             selected = json.dumps(letters) if len(letters) > 1 else letters[0]
             categories = json.dumps([str(1 + (i % 10))] + ([str(1 + ((i + 3) % 10))] if u == 3 else []))
-            rows.append((u, item["question_id"], int(right), selected, 10.0 + i, 0.0, categories,
-                         1 + (i + u) % 5, int(i == 4 and u == 2)))
+            rows.append(
+                (
+                    u,
+                    item["question_id"],
+                    int(right),
+                    selected,
+                    10.0 + i,
+                    0.0,
+                    categories,
+                    1 + (i + u) % 5,
+                    int(i == 4 and u == 2),
+                )
+            )
     return rows
 
 

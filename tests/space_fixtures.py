@@ -37,7 +37,9 @@ def hub_models() -> FakeHub:
     hub.add_model("org/pickle", files=("config.json", "pytorch_model.bin", "tokenizer_config.json"))
     hub.add_model("org/noweights", files=("config.json", "tokenizer_config.json"))
     hub.add_model("org/custom", config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}})
-    hub.add_model("trusted/custom", sha="e" * 40, config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}})
+    hub.add_model(
+        "trusted/custom", sha="e" * 40, config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}}
+    )
     hub.add_model("org/huge", params=70_000_000_000)
     hub.add_model("org/nometa", params=None)
     hub.add_model("org/notemplate", tokenizer_config={"eos_token": "</s>"})
@@ -71,8 +73,18 @@ BOARD_COLUMNS = ["Origin", "Family", "Params (B)", "Full", "Subset"]
 
 
 def local_settings(store_dir: Path, data: Path | str, **changes: Any) -> Settings:
-    base = Settings(hosted=False, store=str(store_dir), data=str(data), start_worker=False, worker_args="",
-                    max_params_b=8, remote_code_allowlist=frozenset(), rate_limit=5, rate_window_h=24, refresh_s=1)
+    base = Settings(
+        hosted=False,
+        store=str(store_dir),
+        data=str(data),
+        start_worker=False,
+        worker_args="",
+        max_params_b=8,
+        remote_code_allowlist=frozenset(),
+        rate_limit=5,
+        rate_window_h=24,
+        refresh_s=1,
+    )
     return dataclasses.replace(base, **changes)
 
 
@@ -82,14 +94,20 @@ def launch(settings: Settings, store: SQLiteStore, api: Any) -> tuple[Any, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     demo = space_app()["build_app"](settings, store, api)
-    demo.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    demo.queue(default_concurrency_limit=8).launch(
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True
+    )
     return demo, f"http://127.0.0.1:{port}/"
 
 
-def board(client: Client, search: str = "", families: list[str] | None = None, size_min: float | None = None,
-          size_max: float | None = None) -> list[dict]:
-    table = client.predict(search, families or [], size_min, size_max, ALL_ORIGINS, BOARD_COLUMNS, "Full", True,
-                           api_name="/board")
+def board(
+    client: Client,
+    search: str = "",
+    families: list[str] | None = None,
+    size_min: float | None = None,
+    size_max: float | None = None,
+) -> list[dict]:
+    table = client.predict(
+        search, families or [], size_min, size_max, ALL_ORIGINS, BOARD_COLUMNS, "Full", True, api_name="/board"
+    )
     return [dict(zip(table["headers"], row)) for row in table["data"]]
-
-

@@ -2,7 +2,7 @@
 results.json) after a delay set by environment variables, so worker crashes, timeouts and
 concurrency are exercised in seconds. The real harness runs in test_space_e2e.py."""
 
-STAND_IN = r'''
+STAND_IN = r"""
 import argparse, json, os, sys, time
 from pathlib import Path
 import pandas as pd
@@ -23,4 +23,4 @@ if os.environ.get("STAND_IN_FAIL"):
 pd.DataFrame({"model": [a.model], "item_id": ["1"]}).to_parquet(out / "outputs" / "part-00000.parquet")
 (out / "results.json").write_text(json.dumps({"model": a.model, "full": 20.0, "n": 10, "engine": "stand-in",
                                                  "revision": os.environ.get("STAND_IN_REVISION", a.revision)}))
-'''
+"""

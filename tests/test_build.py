@@ -11,38 +11,45 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from sources import DEMO_ITEMS
-from sources import SAMPLE_DB
-from sources import SAMPLE_ITEMS
-from sources import demo_interactions
-from sources import loading_script
-from sources import read_jsonl
-from sources import write_platform_db
+from sources import (
+    DEMO_ITEMS,
+    SAMPLE_DB,
+    SAMPLE_ITEMS,
+    demo_interactions,
+    loading_script,
+    read_jsonl,
+    write_platform_db,
+)
 
-from tcmqa.build import REPORT_NAME
-from tcmqa.build import build
+from tcmqa.build import REPORT_NAME, build
 from tcmqa.data import load_config
-from tcmqa.publish import InvalidTree
-from tcmqa.publish import publish
-from tcmqa.publish import validate_tree
+from tcmqa.ingest import BuildReport, clean_item, pseudonym
+from tcmqa.publish import InvalidTree, publish, validate_tree
 from tcmqa.schema import FEATURES
-from tcmqa.ingest import BuildReport
-from tcmqa.ingest import clean_item
-from tcmqa.ingest import pseudonym
 
 TCMQA = loading_script().TCMQA
 
 
 def item(qid: int, answer="B", **overrides) -> dict:
-    record = {"question_id": qid, "question": f"题干{qid}", "answer": answer, "explanation": None,
-              "choices": {k: f"选项{k}{qid}" for k in "ABCDE"}, "topic": "t", "difficulty": 3, "source": "s"}
+    record = {
+        "question_id": qid,
+        "question": f"题干{qid}",
+        "answer": answer,
+        "explanation": None,
+        "choices": {k: f"选项{k}{qid}" for k in "ABCDE"},
+        "topic": "t",
+        "difficulty": 3,
+        "source": "s",
+    }
     record.update(overrides)
     return record
 
 
 def write_jsonl(path: Path, lines: list) -> Path:
-    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in lines) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        "\n".join(x if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in lines) + "\n",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -68,12 +75,21 @@ def test_corrupted_records_are_reported_and_nothing_else_is_lost(tmp_path):
         item(105, answer="B", choices=item(3)["choices"], question=item(3)["question"]) | {"answer": "C"},
     ]
     items = write_jsonl(tmp_path / "items.jsonl", good[:5] + bad + good[5:])
-    interactions = [(1, i, 1, "B", 5.0, 0.0, '["1"]', 2, 0) for i in range(10)] + [(1, 999, 0, "A", 5.0, 0.0, "[]", 3, 0)]
+    interactions = [(1, i, 1, "B", 5.0, 0.0, '["1"]', 2, 0) for i in range(10)] + [
+        (1, 999, 0, "A", 5.0, 0.0, "[]", 3, 0)
+    ]
     db = write_platform_db(tmp_path / "p.sqlite", [], interactions)
     report = build([str(items)], tmp_path / "tree", str(db))
 
-    assert reasons(report) == {"100": "empty_option", "101": "not_five_options", "102": "answer_outside_a_e",
-                               "103": "empty_answer", None: "not_json", "104": "duplicate", "999": "unknown_item"}
+    assert reasons(report) == {
+        "100": "empty_option",
+        "101": "not_five_options",
+        "102": "answer_outside_a_e",
+        "103": "empty_answer",
+        None: "not_json",
+        "104": "duplicate",
+        "999": "unknown_item",
+    }
     assert report["items_read"] == 17
     # a shared stem with another answer is a different question: kept
     corpus = load_config(tmp_path / "tree", "corpus")
@@ -132,7 +148,7 @@ def test_domains_keys_labels_and_corpus_union(demo_tree, demo_items):
 
 def test_recorded_correctness_mismatch_is_reported(tmp_path, demo_items):
     rows = demo_interactions(demo_items)
-    rows[0] = rows[0][:2] + (1 - rows[0][2],) + rows[0][3:]
+    rows[0] = (*rows[0][:2], 1 - rows[0][2], *rows[0][3:])
     db = write_platform_db(tmp_path / "p.sqlite", demo_items, rows)
     report = build([str(DEMO_ITEMS)], tmp_path / "tree", str(db))
     assert report["notes_by_reason"]["correctness_mismatch"] == 1
@@ -142,7 +158,10 @@ def test_recorded_correctness_mismatch_is_reported(tmp_path, demo_items):
 def test_pseudonyms_are_stable_and_keyed(tmp_path, demo_db, demo_tree):
     again = build([str(DEMO_ITEMS)], tmp_path / "again", str(demo_db))
     assert again["counts"] == json.loads((demo_tree / REPORT_NAME).read_text())["counts"]
-    assert load_config(tmp_path / "again", "responses")["practitioner_id"] == load_config(demo_tree, "responses")["practitioner_id"]
+    assert (
+        load_config(tmp_path / "again", "responses")["practitioner_id"]
+        == load_config(demo_tree, "responses")["practitioner_id"]
+    )
     assert pseudonym(1, "k") == pseudonym(1, "k") != pseudonym(1, "other") != pseudonym(2, "k")
 
 
@@ -210,13 +229,21 @@ def _copy(tree: Path, dest: Path) -> Path:
     return Path(shutil.copytree(tree, dest))
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda t: (t / "subset" / "test-00000-of-00001.parquet").unlink(), "has no Parquet files"),
-    (lambda t: pq.write_table(pq.read_table(t / "corpus" / "test-00000-of-00001.parquet").drop_columns(["topic"]),
-                              t / "corpus" / "test-00000-of-00001.parquet"), "do not match the declared features"),
-    (lambda t: (t / "README.md").unlink(), "README.md is missing"),
-    (lambda t: pq.write_table(pa.table({"x": [1]}), t / "stray.parquet") or (t / "extra").mkdir(), "not declared"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda t: (t / "subset" / "test-00000-of-00001.parquet").unlink(), "has no Parquet files"),
+        (
+            lambda t: pq.write_table(
+                pq.read_table(t / "corpus" / "test-00000-of-00001.parquet").drop_columns(["topic"]),
+                t / "corpus" / "test-00000-of-00001.parquet",
+            ),
+            "do not match the declared features",
+        ),
+        (lambda t: (t / "README.md").unlink(), "README.md is missing"),
+        (lambda t: pq.write_table(pa.table({"x": [1]}), t / "stray.parquet") or (t / "extra").mkdir(), "not declared"),
+    ],
+)
 def test_publish_refuses_an_invalid_tree(demo_tree, tmp_path, damage, message):
     tree = _copy(demo_tree, tmp_path / "tree")
     damage(tree)

@@ -18,11 +18,15 @@ pytest.importorskip("transformers")
 
 def _items(demo_items, n):
     return [
-        {"id": str(r["question_id"]), "question": r["question"], "options": r["choices"],
-         "answer": sorted(r["answer"]), "answer_type": "multi" if len(r["answer"]) > 1 else "single"}
+        {
+            "id": str(r["question_id"]),
+            "question": r["question"],
+            "options": r["choices"],
+            "answer": sorted(r["answer"]),
+            "answer_type": "multi" if len(r["answer"]) > 1 else "single",
+        }
         for r in demo_items[:n]
     ]
-
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +63,9 @@ def test_generation_config_of_the_checkpoint_cannot_change_decoding(engine, rend
     hostile = tmp_path / "hostile"
     shutil.copytree(tiny_dir, hostile)
     config = json.loads((hostile / "generation_config.json").read_text())
-    config.update(do_sample=True, temperature=5.0, top_k=3, repetition_penalty=5.0, max_new_tokens=2,
-                  no_repeat_ngram_size=1)
+    config.update(
+        do_sample=True, temperature=5.0, top_k=3, repetition_penalty=5.0, max_new_tokens=2, no_repeat_ngram_size=1
+    )
     (hostile / "generation_config.json").write_text(json.dumps(config))
     other = load_engine("transformers", str(hostile), dtype="float32", batch_size=4)
     assert other.generate(rendered) == engine.generate(rendered)
@@ -76,7 +81,8 @@ def test_template_bos_is_not_doubled(tiny_dir, tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(with_bos)
     bos = "<|endoftext|>"
     tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A", special_tokens=[(bos, tokenizer.convert_tokens_to_ids(bos))])
+        single=f"{bos} $A", special_tokens=[(bos, tokenizer.convert_tokens_to_ids(bos))]
+    )
     tokenizer.bos_token = bos
     tokenizer.chat_template = "{{ bos_token }}" + tokenizer.chat_template
     tokenizer.save_pretrained(with_bos)

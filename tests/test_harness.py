@@ -8,22 +8,21 @@ import math
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from tcmqa.schema import OUTPUTS, RESULTS
-from tcmqa_metric import score
 
 from tcmqa import harness, prompts
-from tcmqa.harness import EvalConfig
 from tcmqa.data import load_config
 from tcmqa.engines import load_engine
+from tcmqa.harness import EvalConfig
 from tcmqa.outputs import read_outputs
 from tcmqa.results import PAPER_HUMAN_REFERENCE, confidence_gap, results_row
+from tcmqa.schema import OUTPUTS, RESULTS
+from tcmqa_metric import score
 
 pytest.importorskip("transformers")
 
 
 def config(base: dict, **changes) -> EvalConfig:
     return EvalConfig(**{**base, **changes})
-
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +32,14 @@ def engine(tiny_dir):
 
 @pytest.fixture(scope="module")
 def base_args(tiny_dir, demo_tree):
-    return {"model": str(tiny_dir), "data": str(demo_tree), "engine": "transformers", "dtype": "float32",
-            "batch_size": 4, "chunk_size": 4}
+    return {
+        "model": str(tiny_dir),
+        "data": str(demo_tree),
+        "engine": "transformers",
+        "dtype": "float32",
+        "batch_size": 4,
+        "chunk_size": 4,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +71,12 @@ def test_flagged_items_are_left_out_and_each_item_appears_once(full_run, corpus)
 
 def test_rows_are_consistent_with_the_metric_and_the_protocol(full_run, corpus):
     frame = read_outputs(full_run.out).merge(corpus[["id", "answer"]], left_on="item_id", right_on="id")
-    generative = score(frame["generated_text"].tolist(), frame["answer"].map(list).tolist(),
-                       frame["answer_type"].tolist(), per_item=True)["per_item"]
+    generative = score(
+        frame["generated_text"].tolist(),
+        frame["answer"].map(list).tolist(),
+        frame["answer_type"].tolist(),
+        per_item=True,
+    )["per_item"]
     assert frame["correct"].tolist() == [bool(x) for x in generative["exact_match"]]
     assert frame["f1"].tolist() == pytest.approx(generative["f1"])
     for _, row in frame.iterrows():
@@ -99,8 +108,16 @@ def test_results_row_is_recomputed_from_the_outputs(full_run, demo_tree, corpus)
     assert res["human_reference"] == pytest.approx(100 * on_subset["majority_correct"].mean())
     assert res["delta_human"] == pytest.approx(res["subset"] - res["human_reference"])
     assert res["engine"] == "transformers" and res["dtype"] == "float32" and res["revision"].startswith("local-")
-    assert res == results_row(frame, subset, family=None, params_b=res["params_b"], engine=res["engine"],
-                              engine_version=res["engine_version"], dtype="float32", date=res["date"])
+    assert res == results_row(
+        frame,
+        subset,
+        family=None,
+        params_b=res["params_b"],
+        engine=res["engine"],
+        engine_version=res["engine_version"],
+        dtype="float32",
+        date=res["date"],
+    )
 
 
 def test_crash_then_resume_equals_an_uninterrupted_run(base_args, engine, full_run, tmp_path, monkeypatch):
@@ -129,13 +146,12 @@ def test_crash_then_resume_equals_an_uninterrupted_run(base_args, engine, full_r
 def test_a_finished_run_folder_is_not_overwritten_or_mixed(base_args, engine, full_run):
     with pytest.raises(SystemExit, match="--resume"):
         harness.run(config(base_args, out=full_run.out), engine=engine)
-    with pytest.raises(SystemExit, match="different run.*n_items"):
+    with pytest.raises(SystemExit, match=r"different run.*n_items"):
         harness.run(config(base_args, out=full_run.out, resume=True, limit=5), engine=engine)
 
 
 def test_limit_and_subset_only(base_args, engine, tmp_path, demo_tree):
-    report = harness.run(config(base_args, out=tmp_path / "a", limit=5, subset_only=True),
-                         engine=engine)
+    report = harness.run(config(base_args, out=tmp_path / "a", limit=5, subset_only=True), engine=engine)
     subset_ids = set(load_config(demo_tree, "subset").to_pandas()["item_id"])
     frame = read_outputs(report.out)
     assert len(frame) == 5 and set(frame["item_id"]) <= subset_ids

@@ -19,14 +19,14 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from tcmqa.schema import OUTPUTS, RESULTS
-from tcmqa_metric import score
 
 from tcmqa import harness, prompts
-from tcmqa.harness import EvalConfig
 from tcmqa.data import load_config
 from tcmqa.engines import load_engine
+from tcmqa.harness import EvalConfig
 from tcmqa.outputs import read_outputs
+from tcmqa.schema import OUTPUTS, RESULTS
+from tcmqa_metric import score
 
 REPO = Path(__file__).resolve().parents[1]
 for key, value in {
@@ -51,15 +51,41 @@ LOGPROB_TOLERANCE = 1e-3  # float32 only
 
 
 def eval_config(engine: str, gemma_dir: Path, tree: Path, out: Path, limit: int = N_ITEMS, **changes) -> EvalConfig:
-    return EvalConfig(model=str(gemma_dir), data=str(tree), engine=engine, dtype=DTYPE, limit=limit,
-                      chunk_size=CHUNK, batch_size=25, enforce_eager=True, out=out, **changes)
+    return EvalConfig(
+        model=str(gemma_dir),
+        data=str(tree),
+        engine=engine,
+        dtype=DTYPE,
+        limit=limit,
+        chunk_size=CHUNK,
+        batch_size=25,
+        enforce_eager=True,
+        out=out,
+        **changes,
+    )
 
 
 def eval_argv(config: EvalConfig) -> list[str]:
     """The same run as ``tcmqa eval`` flags, for the run that is killed in a subprocess."""
-    return ["--model", config.model, "--data", config.data, "--engine", config.engine, "--dtype", config.dtype,
-            "--limit", str(config.limit), "--chunk-size", str(config.chunk_size), "--batch-size",
-            str(config.batch_size), "--enforce-eager", "--out", str(config.out)]
+    return [
+        "--model",
+        config.model,
+        "--data",
+        config.data,
+        "--engine",
+        config.engine,
+        "--dtype",
+        config.dtype,
+        "--limit",
+        str(config.limit),
+        "--chunk-size",
+        str(config.chunk_size),
+        "--batch-size",
+        str(config.batch_size),
+        "--enforce-eager",
+        "--out",
+        str(config.out),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +105,7 @@ def runs(gemma_dir, sample_tree, hf_engine, tmp_path_factory):
     finally:
         vllm_engine.close()
     out = tmp_path_factory.mktemp("transformers")
-    reports["transformers"] = harness.run(eval_config("transformers", gemma_dir, sample_tree, out),
-                                          engine=hf_engine)
+    reports["transformers"] = harness.run(eval_config("transformers", gemma_dir, sample_tree, out), engine=hf_engine)
     return reports
 
 
@@ -111,9 +136,14 @@ def test_metrics_recomputed_from_the_rows_equal_the_results_row(runs, engine, co
     lp = score(frame["lp_prediction"].tolist(), answers, types)
     res = runs[engine].results
     assert res["n_multi"] == generative["n_multi"] > 0
-    for key, metric_key in [("full", "exact_match"), ("single", "exact_match_single"),
-                            ("multi", "exact_match_multi"), ("multi_precision", "precision"),
-                            ("multi_recall", "recall"), ("multi_f1", "f1")]:
+    for key, metric_key in [
+        ("full", "exact_match"),
+        ("single", "exact_match_single"),
+        ("multi", "exact_match_multi"),
+        ("multi_precision", "precision"),
+        ("multi_recall", "recall"),
+        ("multi_f1", "f1"),
+    ]:
         assert res[key] == pytest.approx(100 * generative[metric_key]), key
     assert res["multi_mean_pred_size"] == pytest.approx(generative["mean_pred_size"])
     assert res["lp_full"] == pytest.approx(100 * lp["exact_match"])
@@ -136,8 +166,13 @@ def test_engines_agree(runs):
 def test_killed_run_resumes_to_the_uninterrupted_outputs(runs, gemma_dir, sample_tree, hf_engine, tmp_path):
     out = tmp_path / "killed"
     limit = 2 * CHUNK
-    command = [sys.executable, "-m", "tcmqa", "eval",
-               *eval_argv(eval_config("transformers", gemma_dir, sample_tree, out, limit))]
+    command = [
+        sys.executable,
+        "-m",
+        "tcmqa",
+        "eval",
+        *eval_argv(eval_config("transformers", gemma_dir, sample_tree, out, limit)),
+    ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
     try:
         deadline = time.monotonic() + 900
@@ -150,8 +185,9 @@ def test_killed_run_resumes_to_the_uninterrupted_outputs(runs, gemma_dir, sample
         process.wait()
     finished = len(list((out / "outputs").glob("part-*.parquet")))
     assert finished == 1, "killed half-way"
-    resumed = harness.run(eval_config("transformers", gemma_dir, sample_tree, out, limit, resume=True),
-                          engine=hf_engine)
+    resumed = harness.run(
+        eval_config("transformers", gemma_dir, sample_tree, out, limit, resume=True), engine=hf_engine
+    )
     assert resumed.generated == limit - finished * CHUNK
     expected = read_outputs(runs["transformers"].out).iloc[:limit].reset_index(drop=True)
     pd.testing.assert_frame_equal(read_outputs(out), expected, check_exact=False, atol=1e-6)

@@ -6,11 +6,11 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-import tcmqa_metric  # noqa: E402
-from tcmqa_metric import normalize_prediction, normalize_reference, parse_strict, parse_text, score  # noqa: E402
+import tcmqa_metric
+from tcmqa_metric import normalize_prediction, normalize_reference, parse_strict, parse_text, score
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +41,15 @@ def test_parse_text_is_nfkc_then_the_papers_scan(text, letters):
     assert parse_text(text) == letters
 
 
-@pytest.mark.parametrize(("text", "nfkc", "paper"), [
-    ("答案：ＢＤ", ["B", "D"], []),  # the departure: full-width letters count only after NFKC
-    ("Ⓑ", ["B"], []),
-    ("答案：B", ["B"], ["B"]),
-    ("Answer: C", ["A", "C"], ["A", "C"]),
-])
+@pytest.mark.parametrize(
+    ("text", "nfkc", "paper"),
+    [
+        ("答案：ＢＤ", ["B", "D"], []),  # the departure: full-width letters count only after NFKC
+        ("Ⓑ", ["B"], []),
+        ("答案：B", ["B"], ["B"]),
+        ("Answer: C", ["A", "C"], ["A", "C"]),
+    ],
+)
 def test_the_papers_literal_scan_reads_the_raw_text(text, nfkc, paper):
     assert normalize_prediction(text) == parse_text(text) == nfkc
     assert normalize_prediction(text, parser="paper") == paper

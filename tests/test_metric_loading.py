@@ -13,13 +13,13 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import evaluate  # noqa: E402
-import pytest  # noqa: E402
-import yaml  # noqa: E402
-from packaging.requirements import Requirement  # noqa: E402
-from packaging.utils import canonicalize_name  # noqa: E402
+import evaluate
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
-import tcmqa_metric  # noqa: E402
+import tcmqa_metric
 
 METRIC_DIR = Path(__file__).resolve().parents[1] / "metric"
 SPACE_FILES = ("tcmqa_metric.py", "README.md", "app.py", "requirements.txt")

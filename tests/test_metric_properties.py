@@ -4,11 +4,9 @@ import unicodedata
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.metrics import accuracy_score
-from sklearn.metrics import precision_recall_fscore_support
+from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 
 from tcmqa_metric import LETTERS, normalize_prediction, parse_strict, parse_text, score
 

@@ -18,7 +18,6 @@ ITEM = {
 }
 
 
-
 @pytest.fixture(scope="module")
 def tokenizer(tiny_dir):
     from transformers import AutoTokenizer
@@ -76,7 +75,14 @@ def test_letter_ids_decode_to_their_letter_and_never_overlap(tokenizer):
 
 def test_letter_variants_combine_by_log_sum_exp():
     letters = LetterTokens({"A": (1, 2), "B": (3,), "C": (4,), "D": (5,), "E": (6,)})
-    logprobs = {1: math.log(0.1), 2: math.log(0.2), 3: math.log(0.3), 4: -math.inf, 5: math.log(0.05), 6: math.log(0.01)}
+    logprobs = {
+        1: math.log(0.1),
+        2: math.log(0.2),
+        3: math.log(0.3),
+        4: -math.inf,
+        5: math.log(0.05),
+        6: math.log(0.01),
+    }
     combined = letters.combine(logprobs)
     assert combined["A"] == pytest.approx(math.log(0.3))
     assert combined["B"] == pytest.approx(math.log(0.3))

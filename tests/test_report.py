@@ -6,7 +6,9 @@ Over a simulated study the report's title and every figure's title say SIMULATED
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import operator
 import re
 
 import matplotlib.pyplot as plt
@@ -15,18 +17,32 @@ from PIL import Image
 
 from tcmqa import report
 from tcmqa.figures import FIGURES
-from tcmqa.simulate import SimulationConfig
-from tcmqa.simulate import simulate
+from tcmqa.simulate import SimulationConfig, simulate
 
-MODELS = pd.DataFrame({"model": ["m1", "m2"], "family": ["F", "F"], "params_b": [1.0, 4.0],
-                       "single": [40.0, 60.0], "multi": [10.0, 30.0]})
+MODELS = pd.DataFrame(
+    {"model": ["m1", "m2"], "family": ["F", "F"], "params_b": [1.0, 4.0], "single": [40.0, 60.0], "multi": [10.0, 30.0]}
+)
 
 
 def _run_cli(data, outputs, out) -> None:
     parser = argparse.ArgumentParser()
     report.add_arguments(parser)
-    assert report.main(parser.parse_args(["--data", str(data), *sum((["--outputs", str(o)] for o in outputs), []),
-                                          "--out", str(out), "--n-boot", "200"])) == 0
+    assert (
+        report.main(
+            parser.parse_args(
+                [
+                    "--data",
+                    str(data),
+                    *functools.reduce(operator.iadd, (["--outputs", str(o)] for o in outputs), []),
+                    "--out",
+                    str(out),
+                    "--n-boot",
+                    "200",
+                ]
+            )
+        )
+        == 0
+    )
 
 
 def _drawn_titles(figure) -> list[str]:
@@ -37,8 +53,17 @@ def _drawn_titles(figure) -> list[str]:
 def _check_report(out, *, simulated: bool) -> str:
     """Every table and figure is there; the titles say SIMULATED exactly when the data is simulated."""
     text = (out / "report.md").read_text(encoding="utf-8")
-    for heading in ("Table 1.", "Table 2.", "Table 3.", "Table 4.", "Table 5.", "Table 6.", "Cohen's κ",
-                    "Bootstrap 95%", "McNemar"):
+    for heading in (
+        "Table 1.",
+        "Table 2.",
+        "Table 3.",
+        "Table 4.",
+        "Table 5.",
+        "Table 6.",
+        "Cohen's κ",
+        "Bootstrap 95%",
+        "McNemar",
+    ):
         assert heading in text
     title = text.splitlines()[0]
     assert title.startswith("# TCMQA report")
@@ -73,18 +98,19 @@ def test_report_over_a_simulated_study(tmp_path):
 def _constant_run(tree, run, letter: str) -> None:
     """A real-format run from the harness's own row builder: a 'model' that always answers ``letter``."""
     from tcmqa.data import load_config
-    from tcmqa.engines.base import Completion
-    from tcmqa.engines.base import Prompt
-    from tcmqa.outputs import build_rows
-    from tcmqa.outputs import read_outputs
-    from tcmqa.outputs import write_part
+    from tcmqa.engines.base import Completion, Prompt
+    from tcmqa.outputs import build_rows, read_outputs, write_part
     from tcmqa.results import results_row
 
     items = [i for i in load_config(tree, "corpus") if not i["flagged"]]
     logprobs = {c: (-0.1 if c == letter else -3.0 - k) for k, c in enumerate("ABCDE")}
-    rows = build_rows(items, [Prompt([], f"prompt {i['id']}", []) for i in items],
-                      [Completion(letter, "stop", 10, logprobs) for _ in items], model=f"always-{letter}",
-                      revision="test")
+    rows = build_rows(
+        items,
+        [Prompt([], f"prompt {i['id']}", []) for i in items],
+        [Completion(letter, "stop", 10, logprobs) for _ in items],
+        model=f"always-{letter}",
+        revision="test",
+    )
     write_part(run, 0, rows)
     subset = load_config(tree, "subset").to_pandas()
     row = results_row(read_outputs(run), subset, family="constant", params_b=0.0)

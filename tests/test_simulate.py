@@ -10,14 +10,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from tcmqa import tables
-from tcmqa.simulate import SimulationConfig
-from tcmqa.simulate import simulate
-from tcmqa.study import load_study
 from tcmqa.schema import FEATURES
+from tcmqa.simulate import SimulationConfig, simulate
+from tcmqa.study import load_study
 
-MODELS = pd.DataFrame({"model": ["weak", "middling", "strong", "best"], "family": ["F1", "F1", "F2", "F2"],
-                       "params_b": [0.5, 2.0, 7.0, 14.0], "single": [22.0, 45.0, 70.0, 80.0],
-                       "multi": [2.0, 15.0, 40.0, 55.0]})
+MODELS = pd.DataFrame(
+    {
+        "model": ["weak", "middling", "strong", "best"],
+        "family": ["F1", "F1", "F2", "F2"],
+        "params_b": [0.5, 2.0, 7.0, 14.0],
+        "single": [22.0, 45.0, 70.0, 80.0],
+        "multi": [2.0, 15.0, 40.0, 55.0],
+    }
+)
 SMALL = {"n_items": 4000, "n_raters": 60, "n_responses": 9000}
 
 

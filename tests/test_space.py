@@ -9,12 +9,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from gradio_client import Client
 from space_fixtures import APP, REFUSALS, SHA, board, hub_models, launch, local_settings
 
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.store import SQLiteStore
+
 
 @pytest.fixture(scope="module")
 def space(tmp_path_factory: pytest.TempPathFactory, demo_tree: Path):
@@ -65,20 +65,28 @@ def test_board_seeded_filters_and_picks_up_results(space: SimpleSpace) -> None:
     human = [r for r in rows if r["Origin"] == "reference"]
     assert len(human) == 1 and human[0]["Subset"] == 64.94
     assert {r["Model"] for r in board(space.client, search="qwen2.5")} == {
-        "Qwen2.5-0.5B-Inst.", "Qwen2.5-1.5B-Inst.", "Qwen2.5-3B-Inst.", "Qwen2.5-7B-Inst.", "Qwen2.5-14B-Inst."}
+        "Qwen2.5-0.5B-Inst.",
+        "Qwen2.5-1.5B-Inst.",
+        "Qwen2.5-3B-Inst.",
+        "Qwen2.5-7B-Inst.",
+        "Qwen2.5-14B-Inst.",
+    }
     gemma = board(space.client, families=["Gemma3"], size_max=2)
     assert {r["Model"] for r in gemma} == {"Gemma-3-270M-It", "Gemma-3-1B-It", "Licensed practitioners (majority vote)"}
 
     space.store.submit("org/new", SHA, "v1", "local")
     job = space.store.claim("w")
-    assert space.store.finish(job, {"model": "org/new", "family": "Qwen2", "params_b": 0.5, "full": 99.0,
-                                    "origin": "evaluated", "revision": SHA}, [])
+    assert space.store.finish(
+        job,
+        {"model": "org/new", "family": "Qwen2", "params_b": 0.5, "full": 99.0, "origin": "evaluated", "revision": SHA},
+        [],
+    )
     top = board(space.client)[0]  # no restart: the next refresh reads the store
     assert (top["Model"], top["Origin"], top["Full"]) == ("org/new", "evaluated", 99.0)
 
 
 def test_item_explorer(space: SimpleSpace, demo_items: list[dict]) -> None:
-    text, responses, outputs = space.client.predict(str(demo_items[0]["question_id"]), api_name="/item")
+    text, responses, _outputs = space.client.predict(str(demo_items[0]["question_id"]), api_name="/item")
     assert demo_items[0]["question"] in text and "**Answer:** A" in text and "曲直" in text
     assert len(responses["data"]) == 3 and "practitioner_id" in responses["headers"]
     missing, _, _ = space.client.predict("no-such-item", api_name="/item")
@@ -108,8 +116,12 @@ def test_hosted_mode_refuses_calls_without_a_profile(tmp_path: Path, monkeypatch
 
     monkeypatch.setenv("SYSTEM", "spaces")
     monkeypatch.setenv("SPACE_ID", "TechTCM/leaderboard")
-    for key, value in {"OAUTH_CLIENT_ID": "id", "OAUTH_CLIENT_SECRET": "secret",
-                       "OPENID_PROVIDER_URL": "https://huggingface.co", "OAUTH_SCOPES": "openid profile"}.items():
+    for key, value in {
+        "OAUTH_CLIENT_ID": "id",
+        "OAUTH_CLIENT_SECRET": "secret",
+        "OPENID_PROVIDER_URL": "https://huggingface.co",
+        "OAUTH_SCOPES": "openid profile",
+    }.items():
         monkeypatch.setattr(gradio.oauth, key, value)  # what a Space with hf_oauth: true provides
     store = SQLiteStore(tmp_path / "store")
     demo, url = launch(local_settings(store.root, "unused", hosted=True), store, hub_models())
@@ -133,14 +145,15 @@ def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_item_explorer_on_a_tree_without_responses(tmp_path: Path, demo_items: list[dict]) -> None:
-    from tcmqa.leaderboard.explorer import Explorer
     from sources import DEMO_ITEMS
 
     from tcmqa.build import build
+    from tcmqa.leaderboard.explorer import Explorer
 
     build([str(DEMO_ITEMS)], tmp_path / "tree")  # no platform database: corpus only
     text, responses, outputs = Explorer(str(tmp_path / "tree"), SQLiteStore(tmp_path / "s")).item(
-        str(demo_items[1]["question_id"]))
+        str(demo_items[1]["question_id"])
+    )
     assert demo_items[1]["question"] in text and responses.empty and outputs.empty
 
 
@@ -148,7 +161,9 @@ def test_the_web_process_imports_no_engine() -> None:
     """DESIGN's rule: the Space's web process never imports an engine (the worker process does)."""
     import subprocess
 
-    code = ("import runpy, sys; runpy.run_path(sys.argv[1], run_name='space_app'); "
-            "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'evaluate') if m in sys.modules))")
+    code = (
+        "import runpy, sys; runpy.run_path(sys.argv[1], run_name='space_app'); "
+        "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'evaluate') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code, str(APP)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

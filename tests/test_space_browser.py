@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from space_fixtures import hub_models, launch, local_settings
 from stand_in import STAND_IN
 
@@ -35,14 +34,37 @@ def test_board_filters_and_submission_status(tmp_path: Path, demo_tree: Path) ->
     script = tmp_path / "stand_in.py"
     script.write_text(STAND_IN)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tcmqa", "worker", "--store", str(store.root), "--data", str(demo_tree),
-         "--runs", str(tmp_path / "runs"), "--heartbeat-s", "0.5", "--poll-s", "0.5",
-         "--command", f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}"],
-        env={**os.environ, "STAND_IN_STARTS": str(tmp_path / "starts.txt"), "STAND_IN_STEPS": "10", "STAND_IN_SLEEP": "0.6"})
+        [
+            sys.executable,
+            "-m",
+            "tcmqa",
+            "worker",
+            "--store",
+            str(store.root),
+            "--data",
+            str(demo_tree),
+            "--runs",
+            str(tmp_path / "runs"),
+            "--heartbeat-s",
+            "0.5",
+            "--poll-s",
+            "0.5",
+            "--command",
+            f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}",
+        ],
+        env={
+            **os.environ,
+            "STAND_IN_STARTS": str(tmp_path / "starts.txt"),
+            "STAND_IN_STEPS": "10",
+            "STAND_IN_SLEEP": "0.6",
+        },
+    )
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM,
+                args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+            )
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             table = page.locator("#board-table")

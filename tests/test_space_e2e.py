@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
+from fakehub import FakeHub
 from gradio_client import Client
 from space_fixtures import board, launch, local_settings
-from fakehub import FakeHub
 
 from tcmqa.models import local_revision
 from tcmqa.store import FINISHED, SQLiteStore
@@ -23,13 +22,36 @@ LIMIT = 8
 
 
 @pytest.mark.engine
-def test_local_gemma_evaluated_and_on_the_board(tmp_path: Path, demo_tree: Path, demo_items: list[dict], gemma_dir: Path) -> None:
+def test_local_gemma_evaluated_and_on_the_board(
+    tmp_path: Path, demo_tree: Path, demo_items: list[dict], gemma_dir: Path
+) -> None:
     store = SQLiteStore(tmp_path / "store")
     demo, url = launch(local_settings(store.root, demo_tree), store, FakeHub())
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tcmqa", "worker", "--store", str(store.root), "--data", str(demo_tree),
-         "--runs", str(tmp_path / "runs"), "--engine", "transformers", "--dtype", "float32", "--limit", str(LIMIT), "--heartbeat-s", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "tcmqa",
+            "worker",
+            "--store",
+            str(store.root),
+            "--data",
+            str(demo_tree),
+            "--runs",
+            str(tmp_path / "runs"),
+            "--engine",
+            "transformers",
+            "--dtype",
+            "float32",
+            "--limit",
+            str(LIMIT),
+            "--heartbeat-s",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         client = Client(url, verbose=False)
         feedback, job_id = client.predict(str(gemma_dir), "", api_name="/submit")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -10,10 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fakehub import FakeHub
 
 from tcmqa.store import FAILED, FINISHED, PENDING, RUNNING, DuplicateError, HubStore, SQLiteStore, Store, open_store
-
-from fakehub import FakeHub
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -29,7 +27,15 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
 
 
 def _row(model: str) -> dict:
-    return {"model": model, "family": "Gemma3", "params_b": 0.27, "origin": "evaluated", "full": 20.0, "revision": SHA, "protocol": "v1"}
+    return {
+        "model": model,
+        "family": "Gemma3",
+        "params_b": 0.27,
+        "origin": "evaluated",
+        "full": 20.0,
+        "revision": SHA,
+        "protocol": "v1",
+    }
 
 
 def _outputs(tmp_path: Path, model: str) -> list[Path]:

@@ -10,20 +10,26 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from tcmqa import figures
-from tcmqa import tables
-from tcmqa.simulate import SimulationConfig
-from tcmqa.simulate import simulate
+from tcmqa import figures, tables
+from tcmqa.simulate import SimulationConfig, simulate
 from tcmqa.study import load_study
 
-MODELS = pd.DataFrame({"model": ["a-small", "a-large", "b-small"], "family": ["A", "A", "B"],
-                       "params_b": [1.0, 7.0, 3.0], "single": [30.0, 70.0, 50.0], "multi": [5.0, 40.0, 20.0]})
+MODELS = pd.DataFrame(
+    {
+        "model": ["a-small", "a-large", "b-small"],
+        "family": ["A", "A", "B"],
+        "params_b": [1.0, 7.0, 3.0],
+        "single": [30.0, 70.0, 50.0],
+        "multi": [5.0, 40.0, 20.0],
+    }
+)
 
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
-    return simulate(tmp_path_factory.mktemp("sim"), SimulationConfig(n_items=2000, n_raters=30, n_responses=4500,
-                                                                     seed=7), MODELS)
+    return simulate(
+        tmp_path_factory.mktemp("sim"), SimulationConfig(n_items=2000, n_raters=30, n_responses=4500, seed=7), MODELS
+    )
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +44,12 @@ def test_leaderboard_equals_the_harness_results_rows(sim, study):
         row = json.loads((run / "results.json").read_text())
         for key in ("full", "single", "multi", "subset", "delta_human"):
             assert board.loc[row["model"], key] == pytest.approx(row[key], abs=1e-4), key
-        for ours, theirs in (("precision", "multi_precision"), ("recall", "multi_recall"), ("f1", "multi_f1"),
-                             ("mean_pred_size", "multi_mean_pred_size")):
+        for ours, theirs in (
+            ("precision", "multi_precision"),
+            ("recall", "multi_recall"),
+            ("f1", "multi_f1"),
+            ("mean_pred_size", "multi_mean_pred_size"),
+        ):
             assert multi.loc[row["model"], ours] == pytest.approx(row[theirs], abs=1e-3), ours
         assert tables.human_reference(study) == pytest.approx(row["human_reference"], abs=1e-6)
 
@@ -72,8 +82,11 @@ def test_practitioner_tables_count_every_response_and_subset_item(study):
 def test_intervals_bracket_the_estimates_and_neighbours_are_tested(study):
     board = tables.leaderboard(study).set_index("model")
     ci = tables.intervals(study, n_boot=300).set_index("model")
-    for key, lo, hi in (("full", "full_lo", "full_hi"), ("subset", "subset_lo", "subset_hi"),
-                        ("delta_human", "delta_lo", "delta_hi")):
+    for key, lo, hi in (
+        ("full", "full_lo", "full_hi"),
+        ("subset", "subset_lo", "subset_hi"),
+        ("delta_human", "delta_lo", "delta_hi"),
+    ):
         assert (ci[lo] <= board[key]).all() and (board[key] <= ci[hi]).all(), key
     tests = tables.neighbour_tests(study)
     assert len(tests) == len(MODELS) - 1

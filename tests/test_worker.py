@@ -14,14 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from stand_in import STAND_IN
 
 from tcmqa.store import FAILED, FINISHED, RUNNING, SQLiteStore
 from tcmqa.worker import WorkerConfig, harness_command, run_job, work
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
-
 
 
 @pytest.fixture
@@ -50,8 +48,25 @@ def _cfg(tmp_path: Path, command: str, **kw) -> WorkerConfig:
 
 
 def _spawn_worker(store_dir: Path, tmp_path: Path, command: str, *extra: str) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "tcmqa", "worker", "--store", str(store_dir), "--data", "demo-tree",
-            "--runs", str(tmp_path / "runs"), "--command", command, "--heartbeat-s", "0.3", "--poll-s", "0.1", *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "tcmqa",
+        "worker",
+        "--store",
+        str(store_dir),
+        "--data",
+        "demo-tree",
+        "--runs",
+        str(tmp_path / "runs"),
+        "--command",
+        command,
+        "--heartbeat-s",
+        "0.3",
+        "--poll-s",
+        "0.1",
+        *extra,
+    ]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -60,11 +75,37 @@ def test_harness_command_template(tmp_path: Path) -> None:
     cfg = WorkerConfig(data="TechTCM/TCMQA", runs=tmp_path, engine="vllm", dtype="float32", limit=5)
     hub = store.submit("org/m", SHA, "v1", "u", {"family": "qwen2"})
     assert harness_command(cfg, hub, tmp_path / "r")[1:] == [
-        "-m", "tcmqa", "eval", "--model", "org/m", "--data", "TechTCM/TCMQA", "--out", str(tmp_path / "r"),
-        "--revision", SHA, "--name", "org/m", "--family", "qwen2", "--engine", "vllm", "--dtype", "float32",
-        "--limit", "5"]
+        "-m",
+        "tcmqa",
+        "eval",
+        "--model",
+        "org/m",
+        "--data",
+        "TechTCM/TCMQA",
+        "--out",
+        str(tmp_path / "r"),
+        "--revision",
+        SHA,
+        "--name",
+        "org/m",
+        "--family",
+        "qwen2",
+        "--engine",
+        "vllm",
+        "--dtype",
+        "float32",
+        "--limit",
+        "5",
+    ]
     local = store.submit("m", SHA, "v1", "u", {"path": "/models/m"})
-    assert harness_command(cfg, local, tmp_path / "r")[3:9] == ["eval", "--model", "/models/m", "--data", "TechTCM/TCMQA", "--out"]
+    assert harness_command(cfg, local, tmp_path / "r")[3:9] == [
+        "eval",
+        "--model",
+        "/models/m",
+        "--data",
+        "TechTCM/TCMQA",
+        "--out",
+    ]
     assert "--revision" not in harness_command(cfg, local, tmp_path / "r")
 
 
@@ -74,11 +115,19 @@ def test_finished_records_row_and_outputs(tmp_path: Path, stand_in: str) -> None
     assert work(store, _cfg(tmp_path, stand_in), "w", once=True) == 1
     assert store.get(job.id).status == FINISHED
     [row] = store.results()
-    assert (row["model"], row["origin"], row["revision"], row["protocol"], row["full"]) == ("org/m", "evaluated", SHA, "v1", 20.0)
+    assert (row["model"], row["origin"], row["revision"], row["protocol"], row["full"]) == (
+        "org/m",
+        "evaluated",
+        SHA,
+        "v1",
+        20.0,
+    )
     assert len(store.outputs_files()) == 1
 
 
-def test_a_result_of_another_revision_is_refused(tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_result_of_another_revision_is_refused(
+    tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("STAND_IN_REVISION", "local-0123456789abcdef")  # e.g. the folder changed after submission
     store = SQLiteStore(tmp_path / "s")
     job = store.submit("org/m", SHA, "v1", "u")

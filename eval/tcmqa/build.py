@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tcmqa.card import render_card
-from tcmqa.schema import FEATURES
 from tcmqa.ingest import build_tables
+from tcmqa.schema import FEATURES
 
 REPORT_NAME = "build_report.json"
 
@@ -34,8 +34,7 @@ def write_config(out: Path, config: str, rows: list[dict]) -> Path:
     return path
 
 
-def build(items: list[str], out: str | Path, platform_db: str | None = None,
-          include_flagged: bool = False) -> dict:
+def build(items: list[str], out: str | Path, platform_db: str | None = None, include_flagged: bool = False) -> dict:
     """Build every config into ``out``; returns the report (also written to ``out/build_report.json``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -49,12 +48,18 @@ def build(items: list[str], out: str | Path, platform_db: str | None = None,
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--items", action="append", required=True, metavar="PATH",
-                        help="item records, JSONL or a JSON list (repeat for several files)")
+    parser.add_argument(
+        "--items",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="item records, JSONL or a JSON list (repeat for several files)",
+    )
     parser.add_argument("--platform-db", metavar="PATH", help="the annotation platform's SQLite database")
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the Hub repo tree")
-    parser.add_argument("--include-flagged", action="store_true",
-                        help="keep items a practitioner flagged in the subset config")
+    parser.add_argument(
+        "--include-flagged", action="store_true", help="keep items a practitioner flagged in the subset config"
+    )
 
 
 def main(args: argparse.Namespace) -> int:

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from datasets.info import DatasetInfo
-from datasets.info import DatasetInfosDict
-from datasets.splits import SplitDict
-from datasets.splits import SplitInfo
-from huggingface_hub import DatasetCard
-from huggingface_hub import DatasetCardData
+from datasets.info import DatasetInfo, DatasetInfosDict
+from datasets.splits import SplitDict, SplitInfo
+from huggingface_hub import DatasetCard, DatasetCardData
 
 from tcmqa.schema import DOMAINS, FEATURES, LICENSE, SPLIT
 
@@ -41,14 +38,25 @@ def card_data(counts: dict[str, int]) -> DatasetCardData:
         task_ids=["multiple-choice-qa"],
         size_categories=[size_category(counts["corpus"])],
         tags=["medical", "traditional-chinese-medicine", "benchmark"],
-        configs=[{"config_name": c, "data_files": [{"split": SPLIT, "path": f"{c}/*.parquet"}],
-                  **({"default": True} if c == "corpus" else {})} for c in configs],
+        configs=[
+            {
+                "config_name": c,
+                "data_files": [{"split": SPLIT, "path": f"{c}/*.parquet"}],
+                **({"default": True} if c == "corpus" else {}),
+            }
+            for c in configs
+        ],
     )
-    infos = DatasetInfosDict({
-        c: DatasetInfo(features=FEATURES[c], config_name=c,
-                       splits=SplitDict({SPLIT: SplitInfo(name=SPLIT, num_examples=counts[c])}))
-        for c in configs
-    })
+    infos = DatasetInfosDict(
+        {
+            c: DatasetInfo(
+                features=FEATURES[c],
+                config_name=c,
+                splits=SplitDict({SPLIT: SplitInfo(name=SPLIT, num_examples=counts[c])}),
+            )
+            for c in configs
+        }
+    )
     infos.to_dataset_card_data(data)
     return data
 
@@ -56,7 +64,13 @@ def card_data(counts: dict[str, int]) -> DatasetCardData:
 def render_card(report: dict) -> str:
     """README.md text for a tree whose build report (``build_report.json``) is ``report``."""
     counts = report["counts"]
-    card = DatasetCard.from_template(card_data(counts), template_path=str(TEMPLATE), counts=counts,
-                                     dropped=report["dropped_by_reason"], notes=report["notes_by_reason"],
-                                     items_read=report["items_read"], domains=DOMAINS)
+    card = DatasetCard.from_template(
+        card_data(counts),
+        template_path=str(TEMPLATE),
+        counts=counts,
+        dropped=report["dropped_by_reason"],
+        notes=report["notes_by_reason"],
+        items_read=report["items_read"],
+        domains=DOMAINS,
+    )
     return str(card)

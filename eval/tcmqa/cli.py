@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # The project's diagnostics at the chosen level; other libraries' (matplotlib, httpx, ...) at WARNING.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("tcmqa").setLevel(logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO)
+    logging.getLogger("tcmqa").setLevel(
+        logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
+    )
     return int(args.run(args) or 0)
-

@@ -9,7 +9,6 @@ import datasets
 from tcmqa.schema import SPLIT
 
 
-
 def load_config(data: str | Path, config: str, revision: str | None = None) -> datasets.Dataset:
     """Return one config as a Dataset; ``data`` is a Hub id or a local built tree.
 

@@ -23,15 +23,15 @@ from dataclasses import dataclass
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
 
-from tcmqa import tables  # noqa: E402
-from tcmqa.results import MARGIN_CAP_QUANTILE as CAP_QUANTILE  # noqa: E402
-from tcmqa.results import confidence_gap  # noqa: E402
-from tcmqa.study import Study  # noqa: E402
-from tcmqa.schema import DOMAINS  # noqa: E402
+from tcmqa import tables
+from tcmqa.results import MARGIN_CAP_QUANTILE as CAP_QUANTILE
+from tcmqa.results import confidence_gap
+from tcmqa.schema import DOMAINS
+from tcmqa.study import Study
 
 MARGIN_BINS = 8
 
@@ -43,9 +43,15 @@ def _num(values) -> list:
 
 def _board(study: Study) -> dict:
     board = tables.leaderboard(study)
-    return {"models": board["model"].tolist(), "families": board["family"].tolist(),
-            "params_b": _num(board["params_b"].astype(float)), "full": _num(board["full"]),
-            "single": _num(board["single"]), "multi": _num(board["multi"]), "subset": _num(board["subset"])}
+    return {
+        "models": board["model"].tolist(),
+        "families": board["family"].tolist(),
+        "params_b": _num(board["params_b"].astype(float)),
+        "full": _num(board["full"]),
+        "single": _num(board["single"]),
+        "multi": _num(board["multi"]),
+        "subset": _num(board["subset"]),
+    }
 
 
 def accuracy_by_answer_type_data(study: Study) -> dict:
@@ -89,8 +95,14 @@ def accuracy_by_size_draw(d: dict) -> Figure:
 
 def multi_answer_overlap_data(study: Study) -> dict:
     t = tables.multi_answer(study)
-    return {"models": t["model"].tolist(), "precision": _num(t["precision"]), "recall": _num(t["recall"]),
-            "f1": _num(t["f1"]), "mean_pred_size": _num(t["mean_pred_size"]), "n_multi": int(study.multi.sum())}
+    return {
+        "models": t["model"].tolist(),
+        "precision": _num(t["precision"]),
+        "recall": _num(t["recall"]),
+        "f1": _num(t["f1"]),
+        "mean_pred_size": _num(t["mean_pred_size"]),
+        "n_multi": int(study.multi.sum()),
+    }
 
 
 def multi_answer_overlap_draw(d: dict) -> Figure:
@@ -107,8 +119,13 @@ def multi_answer_overlap_draw(d: dict) -> Figure:
 
 def models_vs_practitioners_data(study: Study) -> dict:
     board = tables.leaderboard(study).sort_values("subset", ascending=False)
-    return {"models": board["model"].tolist(), "families": board["family"].tolist(), "subset": _num(board["subset"]),
-            "human": _num([tables.human_reference(study)])[0], "n_items": int((study.subset_rows >= 0).sum())}
+    return {
+        "models": board["model"].tolist(),
+        "families": board["family"].tolist(),
+        "subset": _num(board["subset"]),
+        "human": _num([tables.human_reference(study)])[0],
+        "n_items": int((study.subset_rows >= 0).sum()),
+    }
 
 
 def models_vs_practitioners_draw(d: dict) -> Figure:
@@ -134,7 +151,9 @@ def accuracy_by_domain_data(study: Study) -> dict:
     series = {"Practitioners (majority)": [], **{m: [] for m in best["model"]}}
     for key in DOMAINS:
         mask = assigned.map(lambda s, key=key: key in s).to_numpy()
-        series["Practitioners (majority)"].append(100 * subset.loc[mask, "majority_correct"].mean() if mask.any() else np.nan)
+        series["Practitioners (majority)"].append(
+            100 * subset.loc[mask, "majority_correct"].mean() if mask.any() else np.nan
+        )
         acc = tables.accuracy(study, rows[mask]) if mask.any() else np.full(len(column), np.nan)
         for model in best["model"]:
             series[model].append(acc[column[model]])
@@ -147,8 +166,14 @@ def accuracy_by_domain_draw(d: dict) -> Figure:
     for name, values in d["series"].items():
         v = np.append(_nan(values), _nan(values)[:1])
         human = name.startswith("Practitioners")
-        ax.plot(np.append(angles, angles[:1]), v, lw=2.5 if human else 1.2, ls="--" if human else "-",
-                color="black" if human else None, label=name)
+        ax.plot(
+            np.append(angles, angles[:1]),
+            v,
+            lw=2.5 if human else 1.2,
+            ls="--" if human else "-",
+            color="black" if human else None,
+            label=name,
+        )
     ax.set_xticks(angles, [k.replace("_", " ") for k in d["domains"]], fontsize=8)
     ax.set_ylim(0, 100)
     ax.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1.35, 1.1))
@@ -163,15 +188,18 @@ def accuracy_by_consensus_data(study: Study) -> dict:
     n_correct = subset["n_correct"].to_numpy(dtype=int)
     levels = [0, 1, 2, 3]
     per_level = [tables.accuracy(study, rows[n_correct == k]) for k in levels]
-    return {"levels": levels, "n_items": [int((n_correct == k).sum()) for k in levels],
-            "practitioner": [100 * k / 3 for k in levels],  # mean rater accuracy, by construction
-            "models": {m: _num([acc[j] for acc in per_level]) for j, m in enumerate(study.model_names)},
-            "all_missed": {m: _num([per_level[0][j]])[0] for j, m in enumerate(study.model_names)}}
+    return {
+        "levels": levels,
+        "n_items": [int((n_correct == k).sum()) for k in levels],
+        "practitioner": [100 * k / 3 for k in levels],  # mean rater accuracy, by construction
+        "models": {m: _num([acc[j] for acc in per_level]) for j, m in enumerate(study.model_names)},
+        "all_missed": {m: _num([per_level[0][j]])[0] for j, m in enumerate(study.model_names)},
+    }
 
 
 def accuracy_by_consensus_draw(d: dict) -> Figure:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1.2, 1]})
-    for model, values in d["models"].items():
+    for _model, values in d["models"].items():
         left.plot(d["levels"], _nan(values), marker=".", lw=1, alpha=0.8)
     left.plot(d["levels"], d["practitioner"], "k--", lw=2, label="Practitioners (mean rater)")
     left.set_xticks(d["levels"], [f"{k}/3\n(n={n})" for k, n in zip(d["levels"], d["n_items"])])
@@ -191,8 +219,11 @@ def accuracy_by_consensus_draw(d: dict) -> Figure:
 
 def _item_rating(subset) -> np.ndarray:
     """An item's difficulty level: the median of its raters' ratings (0 where none was given)."""
-    return subset["rater_difficulty"].map(
-        lambda r: int(np.median([x for x in r if x is not None])) if any(x is not None for x in r) else 0).to_numpy()
+    return (
+        subset["rater_difficulty"]
+        .map(lambda r: int(np.median([x for x in r if x is not None])) if any(x is not None for x in r) else 0)
+        .to_numpy()
+    )
 
 
 def accuracy_by_difficulty_data(study: Study) -> dict:
@@ -201,14 +232,17 @@ def accuracy_by_difficulty_data(study: Study) -> dict:
     levels = list(tables.DIFFICULTY_LEVELS)
     per_level = [tables.accuracy(study, rows[level == k]) for k in levels]
     majority = subset["majority_correct"].to_numpy()
-    return {"levels": levels, "n_items": [int((level == k).sum()) for k in levels],
-            "practitioner": _num([100 * majority[level == k].mean() if (level == k).any() else np.nan for k in levels]),
-            "models": {m: _num([acc[j] for acc in per_level]) for j, m in enumerate(study.model_names)}}
+    return {
+        "levels": levels,
+        "n_items": [int((level == k).sum()) for k in levels],
+        "practitioner": _num([100 * majority[level == k].mean() if (level == k).any() else np.nan for k in levels]),
+        "models": {m: _num([acc[j] for acc in per_level]) for j, m in enumerate(study.model_names)},
+    }
 
 
 def accuracy_by_difficulty_draw(d: dict) -> Figure:
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for model, values in d["models"].items():
+    for _model, values in d["models"].items():
         ax.plot(d["levels"], _nan(values), marker=".", lw=1, alpha=0.8)
     ax.plot(d["levels"], _nan(d["practitioner"]), "k--", lw=2.5, label="Practitioners (majority)")
     ax.set_xticks(d["levels"], [f"{k}\n(n={n})" for k, n in zip(d["levels"], d["n_items"])])
@@ -225,12 +259,15 @@ def outcome_quadrants_data(study: Study) -> dict:
     human = subset["majority_correct"].to_numpy(dtype=bool)[:, None]
     covered, model = study.covered[rows], study.correct[rows]
     n = np.maximum(covered.sum(axis=0), 1)
-    cells = {"both": model & human, "neither": ~model & ~human, "model_only": model & ~human,
-             "practitioners_only": ~model & human}
+    cells = {
+        "both": model & human,
+        "neither": ~model & ~human,
+        "model_only": model & ~human,
+        "practitioners_only": ~model & human,
+    }
     shares = {k: 100 * (v & covered).sum(axis=0) / n for k, v in cells.items()}
     order = np.argsort(tables.accuracy(study, rows))
-    return {"models": [study.model_names[j] for j in order],
-            **{k: _num(v[order]) for k, v in shares.items()}}
+    return {"models": [study.model_names[j] for j in order], **{k: _num(v[order]) for k, v in shares.items()}}
 
 
 def outcome_quadrants_draw(d: dict) -> Figure:
@@ -284,7 +321,7 @@ def accuracy_by_margin_draw(d: dict) -> Figure:
         ax.set_ylim(0, 100)
         ax.legend(fontsize=6)
         ax.set_xlabel("margin (nats)", fontsize=8)
-    for ax in axes.flat[len(fams):]:
+    for ax in axes.flat[len(fams) :]:
         ax.set_visible(False)
     fig.suptitle(d["title"])
     fig.tight_layout()
@@ -301,8 +338,14 @@ def overconfidence_data(study: Study) -> dict:
         acc.append(100 * correct.mean() if len(correct) else np.nan)
         wrong.append(capped[~correct].mean() if (~correct).any() else np.nan)
         gap.append(confidence_gap(margin, correct, CAP_QUANTILE) if len(margin) else np.nan)
-    return {"models": study.model_names, "families": study.models["family"].tolist(), "accuracy": _num(acc),
-            "wrong_confidence": _num(wrong), "gap": _num(gap), "cap_quantile": CAP_QUANTILE}
+    return {
+        "models": study.model_names,
+        "families": study.models["family"].tolist(),
+        "accuracy": _num(acc),
+        "wrong_confidence": _num(wrong),
+        "gap": _num(gap),
+        "cap_quantile": CAP_QUANTILE,
+    }
 
 
 def overconfidence_draw(d: dict) -> Figure:
@@ -356,22 +399,39 @@ class PaperFigure:
 
 # file name (paper number and subject) -> figure, in the paper's order
 FIGURES: dict[str, PaperFigure] = {
-    "fig1_answer_type": PaperFigure(1, "Accuracy by answer type", accuracy_by_answer_type_data,
-                                    accuracy_by_answer_type_draw),
+    "fig1_answer_type": PaperFigure(
+        1, "Accuracy by answer type", accuracy_by_answer_type_data, accuracy_by_answer_type_draw
+    ),
     "fig2_params": PaperFigure(2, "Accuracy against parameters", accuracy_by_size_data, accuracy_by_size_draw),
-    "fig3_multi_answer": PaperFigure(3, "Multi-answer precision, recall and F1", multi_answer_overlap_data,
-                                     multi_answer_overlap_draw),
-    "fig4_subset": PaperFigure(4, "Models against the practitioner majority (subset)", models_vs_practitioners_data,
-                               models_vs_practitioners_draw),
+    "fig3_multi_answer": PaperFigure(
+        3, "Multi-answer precision, recall and F1", multi_answer_overlap_data, multi_answer_overlap_draw
+    ),
+    "fig4_subset": PaperFigure(
+        4,
+        "Models against the practitioner majority (subset)",
+        models_vs_practitioners_data,
+        models_vs_practitioners_draw,
+    ),
     "fig5_domains": PaperFigure(5, "Per-domain accuracy", accuracy_by_domain_data, accuracy_by_domain_draw),
-    "fig6_consensus": PaperFigure(6, "Accuracy by practitioner consensus", accuracy_by_consensus_data,
-                                  accuracy_by_consensus_draw),
-    "fig7_difficulty": PaperFigure(7, "Accuracy across practitioner-rated difficulty (median of three ratings)",
-                                   accuracy_by_difficulty_data, accuracy_by_difficulty_draw),
-    "fig8_quadrants": PaperFigure(8, "Outcomes against the practitioner majority", outcome_quadrants_data,
-                                  outcome_quadrants_draw),
-    "fig13_margin": PaperFigure(13, "Accuracy by confidence margin (quantile bins)", accuracy_by_margin_data,
-                                accuracy_by_margin_draw),
-    "fig14_confidence": PaperFigure(14, "Overconfidence and the confidence gap (margins capped at the 99th "
-                                    "percentile)", overconfidence_data, overconfidence_draw),
+    "fig6_consensus": PaperFigure(
+        6, "Accuracy by practitioner consensus", accuracy_by_consensus_data, accuracy_by_consensus_draw
+    ),
+    "fig7_difficulty": PaperFigure(
+        7,
+        "Accuracy across practitioner-rated difficulty (median of three ratings)",
+        accuracy_by_difficulty_data,
+        accuracy_by_difficulty_draw,
+    ),
+    "fig8_quadrants": PaperFigure(
+        8, "Outcomes against the practitioner majority", outcome_quadrants_data, outcome_quadrants_draw
+    ),
+    "fig13_margin": PaperFigure(
+        13, "Accuracy by confidence margin (quantile bins)", accuracy_by_margin_data, accuracy_by_margin_draw
+    ),
+    "fig14_confidence": PaperFigure(
+        14,
+        "Overconfidence and the confidence gap (margins capped at the 99th percentile)",
+        overconfidence_data,
+        overconfidence_draw,
+    ),
 }

@@ -43,21 +43,27 @@ class EvalConfig:
     engine: str = field(default="vllm", metadata={"help": "inference engine", "choices": sorted(ENGINES)})
     revision: str | None = field(default=None, metadata={"help": "model revision on the Hub (branch, tag or commit)"})
     data_revision: str | None = field(default=None, metadata={"help": "dataset revision on the Hub"})
-    dtype: str = field(default="bfloat16", metadata={
-        "help": "weights dtype; float32 on CPUs without native bf16, where bf16 is emulated and slow",
-        "choices": DTYPES})
+    dtype: str = field(
+        default="bfloat16",
+        metadata={
+            "help": "weights dtype; float32 on CPUs without native bf16, where bf16 is emulated and slow",
+            "choices": DTYPES,
+        },
+    )
     limit: int | None = field(default=None, metadata={"help": "evaluate only the first N items", "metavar": "N"})
     subset_only: bool = field(default=False, metadata={"help": "only the practitioners' comparison subset"})
     out: Path | None = field(default=None, metadata={"help": "run folder (default: runs/<model name>)"})
     resume: bool = field(default=False, metadata={"help": "continue an interrupted run in --out"})
     dry_run: bool = field(default=False, metadata={"help": "print three rendered prompts and stop"})
-    chat_template: Path | None = field(default=None, metadata={
-        "help": "Jinja chat template for models without one", "metavar": "FILE"})
+    chat_template: Path | None = field(
+        default=None, metadata={"help": "Jinja chat template for models without one", "metavar": "FILE"}
+    )
     chunk_size: int = field(default=256, metadata={"help": "items per engine call and per output part"})
     batch_size: int = field(default=32, metadata={"help": "transformers engine: sequences per forward pass"})
     enforce_eager: bool = field(default=False, metadata={"help": "vLLM: skip graph compilation (faster start)"})
-    name: str | None = field(default=None, metadata={
-        "help": "model name in the rows (default: the Hub id, or a local folder's name)"})
+    name: str | None = field(
+        default=None, metadata={"help": "model name in the rows (default: the Hub id, or a local folder's name)"}
+    )
     family: str | None = field(default=None, metadata={"help": "model family shown on the leaderboard, e.g. Qwen2"})
 
     def __post_init__(self) -> None:
@@ -116,8 +122,10 @@ def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any]:
     if has_config(config.data, "subset"):
         subset = load_config(config.data, "subset", config.data_revision).to_pandas()
     elif config.subset_only:
-        raise SystemExit(f"--subset-only needs a 'subset' config and {config.data} has none; rebuild it with "
-                         "`tcmqa build --platform-db ...`")
+        raise SystemExit(
+            f"--subset-only needs a 'subset' config and {config.data} has none; rebuild it with "
+            "`tcmqa build --platform-db ...`"
+        )
     items = [item for item in corpus.to_list() if not item["flagged"]]
     if config.subset_only:
         wanted = set(subset["item_id"])
@@ -156,8 +164,10 @@ def dry_run(config: EvalConfig, items: list[dict[str, Any]]) -> None:
     template = read_template(config)
     for item in shown:
         text = prompts.render_prompt(tokenizer, prompts.render_messages(item), template)
-        print(f"----- {item['id']} ({item['answer_type']}) protocol {prompts.PROTOCOL} "
-              f"sha256 {prompts.prompt_hash(text)[:12]}")
+        print(
+            f"----- {item['id']} ({item['answer_type']}) protocol {prompts.PROTOCOL} "
+            f"sha256 {prompts.prompt_hash(text)[:12]}"
+        )
         print(text)
 
 
@@ -196,8 +206,14 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
             return Report({}, Path(), 0)
         chat_template = read_template(config)
         if engine is None:
-            engine = load_engine(config.engine, config.model, revision=config.revision, dtype=config.dtype,
-                                 chat_template=chat_template, **engine_options(config))
+            engine = load_engine(
+                config.engine,
+                config.model,
+                revision=config.revision,
+                dtype=config.dtype,
+                chat_template=chat_template,
+                **engine_options(config),
+            )
         elif (engine.name, engine.model_id, engine.chat_template) != (config.engine, config.model, chat_template) or (
             config.dtype != "auto" and engine.dtype != config.dtype
         ):
@@ -243,8 +259,9 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
     return Report(results, out, generated, dict(watch.seconds))
 
 
-def summarise(out: Path, items: list[dict[str, Any]], subset: Any, engine: Engine,
-              config: EvalConfig) -> dict[str, Any]:
+def summarise(
+    out: Path, items: list[dict[str, Any]], subset: Any, engine: Engine, config: EvalConfig
+) -> dict[str, Any]:
     """Check the run is complete and exact, then write the results row."""
     from tcmqa.results import results_row
 
@@ -252,8 +269,15 @@ def summarise(out: Path, items: list[dict[str, Any]], subset: Any, engine: Engin
     if frame["item_id"].tolist() != [item["id"] for item in items]:
         raise RuntimeError(f"{out} does not hold exactly one row per item in order; rerun into an empty --out")
     facts = engine.describe()
-    results = results_row(frame, subset, family=config.family, params_b=count_parameters(engine.path) / 1e9,
-                          engine=facts["engine"], engine_version=facts["engine_version"], dtype=facts["dtype"])
+    results = results_row(
+        frame,
+        subset,
+        family=config.family,
+        params_b=count_parameters(engine.path) / 1e9,
+        engine=facts["engine"],
+        engine_version=facts["engine_version"],
+        dtype=facts["dtype"],
+    )
     (out / outputs_mod.RESULTS_FILE).write_text(json.dumps(results, ensure_ascii=False, indent=1))
     return results
 

@@ -18,9 +18,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from tcmqa_metric import LETTERS, normalize_reference
-
 from tcmqa.schema import DOMAIN_BY_PLATFORM_NUMBER, DOMAINS, MAX_DOMAINS_PER_RESPONSE, RATERS_PER_ITEM
+from tcmqa_metric import LETTERS, normalize_reference
 
 # ---------------------------------------------------------------------------------------------
 # The build report: every dropped record with its reason
@@ -37,8 +36,9 @@ class BuildReport:
     counts: dict[str, int] = dataclasses.field(default_factory=dict)  # rows per config and more
 
     def drop(self, where: str, record_id: object, reason: str, detail: str = "") -> None:
-        self.dropped.append({"where": where, "id": None if record_id is None else str(record_id),
-                             "reason": reason, "detail": detail})
+        self.dropped.append(
+            {"where": where, "id": None if record_id is None else str(record_id), "reason": reason, "detail": detail}
+        )
 
     def note(self, where: str, record_id: object, reason: str, detail: str = "") -> None:
         self.notes.append({"where": where, "id": str(record_id), "reason": reason, "detail": detail})
@@ -108,7 +108,9 @@ def clean_item(record: dict) -> dict:
         raise InvalidRecord("empty_question")
     options = record.get("choices", record.get("options"))
     if isinstance(options, list):  # ["...", ...] in A-E order
-        options = dict(zip(LETTERS, options)) if len(options) == len(LETTERS) else {str(i): o for i, o in enumerate(options)}
+        options = (
+            dict(zip(LETTERS, options)) if len(options) == len(LETTERS) else {str(i): o for i, o in enumerate(options)}
+        )
     if not isinstance(options, dict):
         raise InvalidRecord("missing_options", f"options is {type(options).__name__}")
     options = {str(k).strip().upper(): _text(v) for k, v in options.items()}
@@ -132,7 +134,9 @@ def clean_item(record: dict) -> dict:
         "answer": answer,
         "answer_type": "multi" if len(answer) > 1 else "single",
         "explanation": _text(record.get("explanation")) or None,
-        "source_difficulty": int(difficulty) if isinstance(difficulty, (int, float)) or _text(difficulty).isdigit() else None,
+        "source_difficulty": int(difficulty)
+        if isinstance(difficulty, (int, float)) or _text(difficulty).isdigit()
+        else None,
         "topic": _text(record.get("topic")) or None,
         "source": _text(record.get("source")) or None,
         "domains": [],
@@ -193,8 +197,9 @@ def _parse_categories(raw: str | None) -> tuple[list[str], list[str]]:
     return [k for k in DOMAINS if k in keys], [n for n in numbers if n not in DOMAIN_BY_PLATFORM_NUMBER]
 
 
-def read_responses(db_path: str | os.PathLike, items: dict[str, dict], report: BuildReport,
-                   pseudonym_key: str = DEFAULT_PSEUDONYM_KEY) -> list[dict]:
+def read_responses(
+    db_path: str | os.PathLike, items: dict[str, dict], report: BuildReport, pseudonym_key: str = DEFAULT_PSEUDONYM_KEY
+) -> list[dict]:
     """Rows of the ``responses`` config; correctness is recomputed from the corpus answer set.
 
     A response to an item the schema filter dropped is dropped with it (``item_dropped``); one to
@@ -232,8 +237,12 @@ def read_responses(db_path: str | os.PathLike, items: dict[str, dict], report: B
         response_id = f"{pid}-{item['id']}"
         correct = selected == item["answer"]
         if recorded is not None and bool(recorded) != correct:
-            report.note(where, response_id, "correctness_mismatch",
-                        f"recorded {recorded}, recomputed {int(correct)} ({selected} vs {item['answer']})")
+            report.note(
+                where,
+                response_id,
+                "correctness_mismatch",
+                f"recorded {recorded}, recomputed {int(correct)} ({selected} vs {item['answer']})",
+            )
         if unknown:
             report.note(where, response_id, "unknown_category", f"ignored category numbers {unknown}")
         if len(domains) > MAX_DOMAINS_PER_RESPONSE:
@@ -241,25 +250,28 @@ def read_responses(db_path: str | os.PathLike, items: dict[str, dict], report: B
         if difficulty is not None and not 1 <= int(difficulty) <= 5:
             report.note(where, response_id, "difficulty_out_of_range", f"{difficulty} set to null")
             difficulty = None
-        out.append({
-            "response_id": response_id,
-            "item_id": item["id"],
-            "practitioner_id": pid,
-            "block": (int(user_id) - 1) // RATERS_PER_ITEM,
-            "selected": selected,
-            "correct": correct,
-            "domains": domains,
-            "domains_zh": [DOMAINS[k] for k in domains],
-            "difficulty": difficulty,
-            "flagged": bool(flagged),
-            "seconds": seconds,
-            "seconds_paused": paused,
-        })
+        out.append(
+            {
+                "response_id": response_id,
+                "item_id": item["id"],
+                "practitioner_id": pid,
+                "block": (int(user_id) - 1) // RATERS_PER_ITEM,
+                "selected": selected,
+                "correct": correct,
+                "domains": domains,
+                "domains_zh": [DOMAINS[k] for k in domains],
+                "difficulty": difficulty,
+                "flagged": bool(flagged),
+                "seconds": seconds,
+                "seconds_paused": paused,
+            }
+        )
     return out
 
 
-def make_subset(responses: list[dict], items: dict[str, dict], report: BuildReport,
-                include_flagged: bool = False) -> list[dict]:
+def make_subset(
+    responses: list[dict], items: dict[str, dict], report: BuildReport, include_flagged: bool = False
+) -> list[dict]:
     """Items with exactly three responses; items any rater flagged are left out unless asked."""
     by_item: dict[str, list[dict]] = collections.defaultdict(list)
     for r in responses:
@@ -273,16 +285,18 @@ def make_subset(responses: list[dict], items: dict[str, dict], report: BuildRepo
             continue
         rs = sorted(rs, key=lambda r: r["practitioner_id"])
         n_correct = sum(r["correct"] for r in rs)
-        rows.append({
-            "item_id": item_id,
-            "answer_type": items[item_id]["answer_type"],
-            "n_correct": n_correct,
-            "majority_correct": n_correct * 2 > RATERS_PER_ITEM,
-            "practitioner_ids": [r["practitioner_id"] for r in rs],
-            "rater_correct": [r["correct"] for r in rs],
-            "rater_domains": [r["domains"] for r in rs],
-            "rater_difficulty": [r["difficulty"] for r in rs],
-        })
+        rows.append(
+            {
+                "item_id": item_id,
+                "answer_type": items[item_id]["answer_type"],
+                "n_correct": n_correct,
+                "majority_correct": n_correct * 2 > RATERS_PER_ITEM,
+                "practitioner_ids": [r["practitioner_id"] for r in rs],
+                "rater_correct": [r["correct"] for r in rs],
+                "rater_domains": [r["domains"] for r in rs],
+                "rater_difficulty": [r["difficulty"] for r in rs],
+            }
+        )
     return rows
 
 
@@ -291,9 +305,12 @@ def make_subset(responses: list[dict], items: dict[str, dict], report: BuildRepo
 # ---------------------------------------------------------------------------------------------
 
 
-def build_tables(items: Iterable[str | os.PathLike], platform_db: str | os.PathLike | None = None,
-                 include_flagged: bool = False,
-                 pseudonym_key: str | None = None) -> tuple[dict[str, list[dict]], BuildReport]:
+def build_tables(
+    items: Iterable[str | os.PathLike],
+    platform_db: str | os.PathLike | None = None,
+    include_flagged: bool = False,
+    pseudonym_key: str | None = None,
+) -> tuple[dict[str, list[dict]], BuildReport]:
     """Raw sources -> rows of every data config, and the report of what was dropped."""
     report = BuildReport()
     corpus = filter_items(read_item_records(items, report), report)
@@ -301,8 +318,12 @@ def build_tables(items: Iterable[str | os.PathLike], platform_db: str | os.PathL
     if platform_db is not None:
         key = pseudonym_key or os.environ.get("TCMQA_PSEUDONYM_KEY") or DEFAULT_PSEUDONYM_KEY
         if key == DEFAULT_PSEUDONYM_KEY:
-            report.note("responses", "-", "public_pseudonym_key",
-                        "set TCMQA_PSEUDONYM_KEY to a secret for a release: the default key is public")
+            report.note(
+                "responses",
+                "-",
+                "public_pseudonym_key",
+                "set TCMQA_PSEUDONYM_KEY to a secret for a release: the default key is public",
+            )
         by_id = {item["id"]: item for item in corpus}
         responses = read_responses(platform_db, by_id, report, key)
         for r in responses:  # the corpus carries the raters' domains and any flag
@@ -313,6 +334,12 @@ def build_tables(items: Iterable[str | os.PathLike], platform_db: str | os.PathL
         tables["subset"] = make_subset(responses, by_id, report, include_flagged)
     answer_types = collections.Counter(item["answer_type"] for item in corpus)
     report.counts = {name: len(rows) for name, rows in tables.items()}
-    report.counts.update({"single": answer_types["single"], "multi": answer_types["multi"],
-                          "dropped": len(report.dropped), "flagged_items": sum(i["flagged"] for i in corpus)})
+    report.counts.update(
+        {
+            "single": answer_types["single"],
+            "multi": answer_types["multi"],
+            "dropped": len(report.dropped),
+            "flagged_items": sum(i["flagged"] for i in corpus),
+        }
+    )
     return tables, report

@@ -95,8 +95,9 @@ CHATML_TEMPLATE = (
 )
 
 
-def tiny_random(dest: Path, texts: list[str] | None = None, *, chat_template: str | None = CHATML_TEMPLATE,
-                seed: int = 0) -> Path:
+def tiny_random(
+    dest: Path, texts: list[str] | None = None, *, chat_template: str | None = CHATML_TEMPLATE, seed: int = 0
+) -> Path:
     """A 2-layer random Qwen2 model with a byte-level BPE tokenizer trained on ``texts``, in ``dest``.
 
     For fast tests of everything around a model: outputs are random but deterministic. Head size 64,
@@ -111,15 +112,26 @@ def tiny_random(dest: Path, texts: list[str] | None = None, *, chat_template: st
     backend = Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=1024, special_tokens=specials,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=1024, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     backend.train_from_iterator((texts or []) + ["A B C D E", "答案是A。", "选项 B、D"], trainer)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     tokenizer.chat_template = chat_template
-    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=64, max_position_embeddings=4096,
-                         tie_word_embeddings=True, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=64,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config).to(torch.float32)
     model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)

@@ -28,7 +28,7 @@ def resolve_model(model: str, revision: str | None = None) -> tuple[Path, str]:
 
     try:
         snapshot = Path(snapshot_download(model, revision=revision, allow_patterns=MODEL_FILES))
-    except Exception as err:  # noqa: BLE001 - any Hub failure gets the same advice
+    except Exception as err:
         raise RuntimeError(
             f"could not get {model}@{revision or 'main'} from the Hub ({err}). Check the id, your token for gated "
             "models, or pass a local folder."

@@ -15,11 +15,11 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tcmqa.schema import OUTPUTS
-from tcmqa_metric import LETTERS, parse_text, score
 
 from tcmqa import prompts
 from tcmqa.engines.base import Completion, Prompt
+from tcmqa.schema import OUTPUTS
+from tcmqa_metric import LETTERS, parse_text, score
 
 OUTPUTS_DIR = "outputs"  # a run folder: OUTPUTS_DIR/part-NNNNN.parquet and RESULTS_FILE
 RESULTS_FILE = "results.json"

@@ -28,8 +28,8 @@ TEMPERATURE = 0.0
 CHAT_TEMPLATE_KWARGS: dict[str, Any] = {"enable_thinking": False}
 
 INSTRUCTIONS: dict[str, str] = {
-    "single": "以下是一道中医执业资格考试的单项选择题，只有一个正确答案。请从A、B、C、D、E中选出正确答案，只回答选项字母。",
-    "multi": "以下是一道中医执业资格考试的多项选择题，有两个或两个以上正确答案。请从A、B、C、D、E中选出所有正确答案，只回答选项字母。",
+    "single": "以下是一道中医执业资格考试的单项选择题，只有一个正确答案。请从A、B、C、D、E中选出正确答案，只回答选项字母。",  # noqa: E501 - frozen protocol text
+    "multi": "以下是一道中医执业资格考试的多项选择题，有两个或两个以上正确答案。请从A、B、C、D、E中选出所有正确答案，只回答选项字母。",  # noqa: E501 - frozen protocol text
 }
 
 

@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from datasets import Features
-from huggingface_hub import DatasetCard
-from huggingface_hub import HfApi
+from huggingface_hub import DatasetCard, HfApi
 
 from tcmqa.build import REPORT_NAME
-from tcmqa.schema import FEATURES
+from tcmqa.schema import FEATURES, RATERS_PER_ITEM
 from tcmqa_metric import LETTERS
-from tcmqa.schema import RATERS_PER_ITEM
 
 
 class InvalidTree(ValueError):
@@ -49,8 +47,10 @@ def validate_tree(tree: str | Path) -> list[str]:
         if features is None:
             problems.append(f"config '{name}' is declared but {tree / name} has no Parquet files")
         elif features != FEATURES[name]:
-            problems.append(f"config '{name}': Parquet columns {sorted(features)} do not match the "
-                            f"declared features {sorted(FEATURES[name])}")
+            problems.append(
+                f"config '{name}': Parquet columns {sorted(features)} do not match the "
+                f"declared features {sorted(FEATURES[name])}"
+            )
     for folder in (p for p in tree.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if folder.name not in declared:
             problems.append(f"folder '{folder.name}' is not declared in README.md configs")
@@ -78,12 +78,15 @@ def validate_tree(tree: str | Path) -> list[str]:
             problems.append(f"{name} refers to {len(unknown)} item(s) not in corpus, e.g. {sorted(unknown)[:3]}")
     for r in rows.get("subset", []):
         if len(r["practitioner_ids"]) != RATERS_PER_ITEM:
-            problems.append(f"subset item {r['item_id']} has {len(r['practitioner_ids'])} raters, not {RATERS_PER_ITEM}")
+            problems.append(
+                f"subset item {r['item_id']} has {len(r['practitioner_ids'])} raters, not {RATERS_PER_ITEM}"
+            )
     return problems
 
 
-def publish(tree: str | Path, repo_id: str, dry_run: bool = False, api: HfApi | None = None,
-            private: bool = False) -> str | None:
+def publish(
+    tree: str | Path, repo_id: str, dry_run: bool = False, api: HfApi | None = None, private: bool = False
+) -> str | None:
     """Upload ``tree`` to the dataset repo ``repo_id`` in one commit; returns the commit URL.
 
     Stale Parquet shards on the Hub are deleted in the same commit, so the repo ends up
@@ -96,9 +99,13 @@ def publish(tree: str | Path, repo_id: str, dry_run: bool = False, api: HfApi | 
         return None
     api = api or HfApi()
     api.create_repo(repo_id, repo_type="dataset", exist_ok=True, private=private)
-    commit = api.upload_folder(folder_path=str(tree), repo_id=repo_id, repo_type="dataset",
-                               commit_message="Build TCMQA configs with `tcmqa build`",
-                               delete_patterns=["*/*.parquet"])
+    commit = api.upload_folder(
+        folder_path=str(tree),
+        repo_id=repo_id,
+        repo_type="dataset",
+        commit_message="Build TCMQA configs with `tcmqa build`",
+        delete_patterns=["*/*.parquet"],
+    )
     return getattr(commit, "commit_url", str(commit))
 
 

@@ -66,9 +66,7 @@ from tcmqa.data import load_config
 from tcmqa.figures import FIGURES
 from tcmqa.outputs import RESULTS_FILE
 from tcmqa.simulate import SIMULATED
-from tcmqa.study import Study
-from tcmqa.study import load_study
-from tcmqa.study import run_dirs
+from tcmqa.study import Study, load_study, run_dirs
 
 
 def is_simulated(data: str | Path, outputs: Sequence[str | Path] = ()) -> bool:
@@ -97,6 +95,7 @@ def is_simulated(data: str | Path, outputs: Sequence[str | Path] = ()) -> bool:
 
 def markdown_table(frame: pd.DataFrame, digits: int = 2) -> str:
     """A pipe table; floats rounded to ``digits``, NaN shown as a dash."""
+
     def cell(v) -> str:
         if isinstance(v, (float, np.floating)):
             return "–" if np.isnan(v) else f"{v:,.{digits}f}"
@@ -113,32 +112,72 @@ def _sections(study: Study, n_boot: int) -> list[tuple[str, str, pd.DataFrame, i
     kappa, pairs = tables.kappa_with_practitioners(study)
     off_diagonal = pairs[~np.eye(len(pairs), dtype=bool)]
     off_diagonal = off_diagonal[np.isfinite(off_diagonal)]
-    pair_range = (f"min {off_diagonal.min():.3f}, median {np.median(off_diagonal):.3f}, max {off_diagonal.max():.3f}"
-                  if off_diagonal.size else "n/a with fewer than two models")
+    pair_range = (
+        f"min {off_diagonal.min():.3f}, median {np.median(off_diagonal):.3f}, max {off_diagonal.max():.3f}"
+        if off_diagonal.size
+        else "n/a with fewer than two models"
+    )
     human = tables.human_reference(study)
     return [
-        ("table1_domains", "Table 1. Domain portfolio of the subset (items any rater assigned the domain)",
-         tables.domain_portfolio(study), 1),
+        (
+            "table1_domains",
+            "Table 1. Domain portfolio of the subset (items any rater assigned the domain)",
+            tables.domain_portfolio(study),
+            1,
+        ),
         ("table2_corpus", "Table 2. Corpus composition", tables.corpus_composition(study), 1),
-        ("table3_difficulty", "Table 3. Practitioner accuracy, share and median time by difficulty rating",
-         tables.practitioner_difficulty(study), 1),
-        ("table4_leaderboard", f"Table 4. Leaderboard (exact match %; Δ human against the majority vote {human:.2f}%)",
-         tables.leaderboard(study), 2),
-        ("table5_multi_answer", f"Table 5. Multi-answer decomposition ({int(study.multi.sum())} items)",
-         tables.multi_answer(study), 2),
-        ("table6_agreement",
-         f"Table 6. Practitioner agreement against Binomial(3, {agreement.p:.4f}): χ² = {agreement.chi2:.1f} "
-         f"({agreement.df} df, p = {agreement.p_value:.3g}), Fleiss' κ = {fleiss:.3f}",
-         agreement.table, 2),
-        ("agreement_kappa",
-         f"Cohen's κ of each model with the practitioner majority (between model pairs: {pair_range})", kappa, 3),
-        ("agreement_kappa_pairs", "Cohen's κ between model pairs (items every model answered)",
-         pd.DataFrame(pairs, columns=study.model_names).assign(model=study.model_names)
-         .set_index("model").reset_index(), 3),
-        ("intervals", f"Bootstrap 95% intervals ({n_boot} resamples of items; Δ human paired)",
-         tables.intervals(study, n_boot), 2),
-        ("neighbour_tests", "Neighbours on the board (by Full): McNemar's exact test on per-item correctness",
-         tables.neighbour_tests(study), 4),
+        (
+            "table3_difficulty",
+            "Table 3. Practitioner accuracy, share and median time by difficulty rating",
+            tables.practitioner_difficulty(study),
+            1,
+        ),
+        (
+            "table4_leaderboard",
+            f"Table 4. Leaderboard (exact match %; Δ human against the majority vote {human:.2f}%)",
+            tables.leaderboard(study),
+            2,
+        ),
+        (
+            "table5_multi_answer",
+            f"Table 5. Multi-answer decomposition ({int(study.multi.sum())} items)",
+            tables.multi_answer(study),
+            2,
+        ),
+        (
+            "table6_agreement",
+            f"Table 6. Practitioner agreement against Binomial(3, {agreement.p:.4f}): χ² = {agreement.chi2:.1f} "
+            f"({agreement.df} df, p = {agreement.p_value:.3g}), Fleiss' κ = {fleiss:.3f}",
+            agreement.table,
+            2,
+        ),
+        (
+            "agreement_kappa",
+            f"Cohen's κ of each model with the practitioner majority (between model pairs: {pair_range})",
+            kappa,
+            3,
+        ),
+        (
+            "agreement_kappa_pairs",
+            "Cohen's κ between model pairs (items every model answered)",
+            pd.DataFrame(pairs, columns=study.model_names)
+            .assign(model=study.model_names)
+            .set_index("model")
+            .reset_index(),
+            3,
+        ),
+        (
+            "intervals",
+            f"Bootstrap 95% intervals ({n_boot} resamples of items; Δ human paired)",
+            tables.intervals(study, n_boot),
+            2,
+        ),
+        (
+            "neighbour_tests",
+            "Neighbours on the board (by Full): McNemar's exact test on per-item correctness",
+            tables.neighbour_tests(study),
+            4,
+        ),
     ]
 
 
@@ -154,12 +193,18 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated
     marker = SIMULATED if simulated else ""
     md = [f"# TCMQA report ({SIMULATED} data)" if simulated else "# TCMQA report", ""]
     if simulated:
-        md += [f"> **{SIMULATED} DATA.** Every input was written by `tcmqa simulate`: the items, the "
-               "practitioner responses and the model outputs are simulated, so no number or figure here is a "
-               "finding about TCMQA, its practitioners or any model.", ""]
-    md += [f"{len(study.corpus):,} corpus items ({len(study.item_ids):,} scored, flagged items excluded), "
-           f"{len(study.responses):,} practitioner responses, {len(study.subset):,} subset items, "
-           f"{len(study.models)} model runs.", ""]
+        md += [
+            f"> **{SIMULATED} DATA.** Every input was written by `tcmqa simulate`: the items, the "
+            "practitioner responses and the model outputs are simulated, so no number or figure here is a "
+            "finding about TCMQA, its practitioners or any model.",
+            "",
+        ]
+    md += [
+        f"{len(study.corpus):,} corpus items ({len(study.item_ids):,} scored, flagged items excluded), "
+        f"{len(study.responses):,} practitioner responses, {len(study.subset):,} subset items, "
+        f"{len(study.models)} model runs.",
+        "",
+    ]
     for name, heading, frame, digits in _sections(study, n_boot):
         frame.to_csv(out / "tables" / f"{name}.csv", index=False)
         md += [f"## {heading}", "", markdown_table(frame, digits), ""]
@@ -177,8 +222,14 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, metavar="DIR_OR_HUB_ID", help="a built tree or a Hub dataset id")
-    parser.add_argument("--outputs", action="extend", nargs="+", required=True, metavar="DIR",
-                        help="a run folder from `tcmqa eval`, or a folder of runs (repeatable)")
+    parser.add_argument(
+        "--outputs",
+        action="extend",
+        nargs="+",
+        required=True,
+        metavar="DIR",
+        help="a run folder from `tcmqa eval`, or a folder of runs (repeatable)",
+    )
     parser.add_argument("--out", required=True, metavar="REPORT_DIR")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the intervals")
 
@@ -188,7 +239,9 @@ def main(args: argparse.Namespace) -> int:
     study = load_study(args.data, args.outputs)
     simulated = is_simulated(args.data, args.outputs)
     path = write_report(study, args.out, args.n_boot, simulated=simulated)
-    print(f"wrote {path}{f' over {SIMULATED} data' if simulated else ''} "
-          f"({len(study.models)} models, {study.covered.sum():,} output rows) "
-          f"in {time.perf_counter() - start:.1f}s")
+    print(
+        f"wrote {path}{f' over {SIMULATED} data' if simulated else ''} "
+        f"({len(study.models)} models, {study.covered.sum():,} output rows) "
+        f"in {time.perf_counter() - start:.1f}s"
+    )
     return 0

@@ -14,13 +14,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from tcmqa.schema import RESULTS
 
 PAPER_HUMAN_REFERENCE = 64.94  # practitioners' majority vote on the paper's 4,801-item subset
 MARGIN_CAP_QUANTILE = 0.99  # Appendix B: margins are capped at their 99th percentile
 
 
-def confidence_gap(margins: Sequence[float], correct: Sequence[bool], cap_quantile: float = MARGIN_CAP_QUANTILE) -> float:
+def confidence_gap(
+    margins: Sequence[float], correct: Sequence[bool], cap_quantile: float = MARGIN_CAP_QUANTILE
+) -> float:
     """Mean margin on correct answers minus mean margin on wrong ones (Appendix B).
 
     Margins are capped at their ``cap_quantile`` quantile so that a few extreme margins cannot

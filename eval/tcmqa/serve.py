@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=7860)
     parser.add_argument("--no-worker", action="store_true", help="do not start a worker next to the app")
-    parser.add_argument("--worker-args", default="", help="extra `tcmqa worker` flags, e.g. '--engine transformers --limit 50'")
+    parser.add_argument(
+        "--worker-args", default="", help="extra `tcmqa worker` flags, e.g. '--engine transformers --limit 50'"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -31,8 +33,13 @@ def main(args: argparse.Namespace) -> int:
         print(f"no Space app at {args.app}: run from a source checkout or pass --app", file=sys.stderr)
         return 2
     os.environ.pop("SPACE_ID", None)  # local mode
-    os.environ.update(TCMQA_STORE=args.store, TCMQA_DATA=args.data, TCMQA_WORKER_ARGS=args.worker_args,
-                      TCMQA_START_WORKER="0" if args.no_worker else "1",
-                      GRADIO_SERVER_NAME=args.host, GRADIO_SERVER_PORT=str(args.port))
+    os.environ.update(
+        TCMQA_STORE=args.store,
+        TCMQA_DATA=args.data,
+        TCMQA_WORKER_ARGS=args.worker_args,
+        TCMQA_START_WORKER="0" if args.no_worker else "1",
+        GRADIO_SERVER_NAME=args.host,
+        GRADIO_SERVER_PORT=str(args.port),
+    )
     runpy.run_path(str(args.app), run_name="__main__")
     return 0

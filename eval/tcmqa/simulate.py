@@ -31,9 +31,7 @@ import json
 import re
 import sqlite3
 import time
-from dataclasses import asdict
-from dataclasses import dataclass
-from dataclasses import field
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -45,12 +43,8 @@ import pyarrow.parquet as pq
 from tcmqa.build import build
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import results_row
-from tcmqa.schema import BLOCK_SIZE
-from tcmqa.schema import DOMAINS
-from tcmqa.schema import FEATURES
-from tcmqa.schema import RATERS_PER_ITEM
-from tcmqa_metric import LETTERS
-from tcmqa_metric import score
+from tcmqa.schema import BLOCK_SIZE, DOMAINS, FEATURES, RATERS_PER_ITEM
+from tcmqa_metric import LETTERS, score
 
 SIMULATED = "SIMULATED"
 DOMAIN_SHARES = np.array([27.2, 14.6, 27.3, 10.5, 31.1, 41.3, 14.5, 1.7, 10.3, 29.6])  # Table 1, as weights
@@ -143,9 +137,13 @@ def _items(cfg: SimulationConfig, rng: np.random.Generator) -> _Items:
     sizes = np.where(multi, rng.choice([2, 3, 4, 5], n, p=[0.2, 0.3, 0.3, 0.2]), 1)
     domain = rng.choice(len(DOMAINS), n, p=DOMAIN_SHARES / DOMAIN_SHARES.sum())
     shift = np.array([cfg.domain_shift.get(k, 0.0) for k in DOMAINS])[domain]
-    return _Items(answer=_random_masks(rng, sizes), multi=multi,
-                  d=rng.normal(0, cfg.practitioner_spread, n) + shift,
-                  e=rng.normal(0, cfg.model_spread, n), domain=domain)
+    return _Items(
+        answer=_random_masks(rng, sizes),
+        multi=multi,
+        d=rng.normal(0, cfg.practitioner_spread, n) + shift,
+        e=rng.normal(0, cfg.model_spread, n),
+        domain=domain,
+    )
 
 
 def _write_items(path: Path, items: _Items, rng: np.random.Generator) -> None:
@@ -155,17 +153,23 @@ def _write_items(path: Path, items: _Items, rng: np.random.Generator) -> None:
     source_difficulty = rng.integers(0, 9, n)
     with path.open("w", encoding="utf-8") as f:
         for i in range(n):
-            f.write(json.dumps({
-                "question_id": i,
-                "question": f"【{SIMULATED}】模擬題 {i}",
-                "choices": {c: f"{SIMULATED} 選項 {c}{i}" for c in LETTERS},
-                "answer": _MASK_TEXT[items.answer[i]],
-                "explanation": f"{SIMULATED} explanation" if has_expl[i] else None,
-                "topic": f"{SIMULATED} topic {items.domain[i]}",
-                "difficulty": int(source_difficulty[i]) if has_diff[i] else None,
-                "source": f"{SIMULATED}/tcmqa-simulate",
-                "category": None,
-            }, ensure_ascii=False) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "question_id": i,
+                        "question": f"【{SIMULATED}】模擬題 {i}",
+                        "choices": {c: f"{SIMULATED} 選項 {c}{i}" for c in LETTERS},
+                        "answer": _MASK_TEXT[items.answer[i]],
+                        "explanation": f"{SIMULATED} explanation" if has_expl[i] else None,
+                        "topic": f"{SIMULATED} topic {items.domain[i]}",
+                        "difficulty": int(source_difficulty[i]) if has_diff[i] else None,
+                        "source": f"{SIMULATED}/tcmqa-simulate",
+                        "category": None,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
 
 
 def _responses_per_rater(cfg: SimulationConfig, rng: np.random.Generator) -> np.ndarray:
@@ -213,17 +217,27 @@ def _write_platform(path: Path, cfg: SimulationConfig, items: _Items, rng: np.ra
         "CREATE TABLE user_interactions (user_id INTEGER NOT NULL, question_id INTEGER NOT NULL,"
         " correctness INTEGER NOT NULL, selected_choices TEXT, individual_question_time FLOAT NOT NULL,"
         " stopped_for FLOAT NOT NULL, selected_category TEXT, selected_difficulty INTEGER,"
-        " is_flagged INTEGER NOT NULL, PRIMARY KEY (user_id, question_id))")
+        " is_flagged INTEGER NOT NULL, PRIMARY KEY (user_id, question_id))"
+    )
     con.executemany("INSERT INTO user VALUES (?, ?)", [(u + 1, f"{SIMULATED}-{u + 1}") for u in range(cfg.n_raters)])
     rows = []
     for k in range(len(item)):
         letters = _MASK_TEXT[selected[k]]
         others = rng.choice(len(DOMAINS), n_labels[k] - 1, replace=False) if n_labels[k] > 1 else []
         labels = sorted({int(items.domain[item[k]]) + 1, *(int(o) + 1 for o in others)})
-        rows.append((int(user[k]) + 1, int(item[k]), int(correct[k]),
-                     letters if len(letters) == 1 else json.dumps(list(letters)),
-                     float(seconds[k]), float(paused[k]), json.dumps([str(c) for c in labels]),
-                     int(rating[k]), int(flagged[k])))
+        rows.append(
+            (
+                int(user[k]) + 1,
+                int(item[k]),
+                int(correct[k]),
+                letters if len(letters) == 1 else json.dumps(list(letters)),
+                float(seconds[k]),
+                float(paused[k]),
+                json.dumps([str(c) for c in labels]),
+                int(rating[k]),
+                int(flagged[k]),
+            )
+        )
     con.executemany("INSERT INTO user_interactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     con.commit()
     con.close()
@@ -241,9 +255,15 @@ def _list_array(masks: np.ndarray) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.string()))
 
 
-def _model_outputs(cfg: SimulationConfig, model: pd.Series, items: _Items, item_ids: np.ndarray,
-                   intercepts: dict[str, float], per_item: dict[str, np.ndarray],
-                   rng: np.random.Generator) -> pa.Table:
+def _model_outputs(
+    cfg: SimulationConfig,
+    model: pd.Series,
+    items: _Items,
+    item_ids: np.ndarray,
+    intercepts: dict[str, float],
+    per_item: dict[str, np.ndarray],
+    rng: np.random.Generator,
+) -> pa.Table:
     """One model's output rows (OUTPUTS features) over every corpus item."""
     n = len(item_ids)
     logit = np.where(items.multi, intercepts["multi"], intercepts["single"]) + per_item["offset"]
@@ -253,8 +273,9 @@ def _model_outputs(cfg: SimulationConfig, model: pd.Series, items: _Items, item_
     wrong_size = np.where(items.multi, np.clip(answer_size + rng.integers(-2, 2, n), 1, 5), 1)
     wrong_size = np.where(~items.multi & (rng.random(n) < 0.03), 0, wrong_size)  # an empty answer now and then
     pred = np.where(correct, answer, _wrong_masks(rng, answer, wrong_size))
-    scored = score(list(_MASK_TEXT[pred]), list(_MASK_TEXT[answer]), np.where(items.multi, "multi", "single"),
-                   per_item=True)["per_item"]
+    scored = score(
+        list(_MASK_TEXT[pred]), list(_MASK_TEXT[answer]), np.where(items.multi, "multi", "single"), per_item=True
+    )["per_item"]
     lp_correct = ~items.multi & (correct ^ (rng.random(n) < cfg.lp_flip))
     first = np.argmax((answer[:, None] & _BITS) > 0, axis=1)
     lp_index = np.where(lp_correct, first, (first + rng.integers(1, 5, n)) % 5)
@@ -276,7 +297,9 @@ def _model_outputs(cfg: SimulationConfig, model: pd.Series, items: _Items, item_
         "precision": pa.array(np.asarray(scored["precision"], dtype=np.float32)),
         "recall": pa.array(np.asarray(scored["recall"], dtype=np.float32)),
         "f1": pa.array(np.asarray(scored["f1"], dtype=np.float32)),
-        "letter_logprobs": pa.StructArray.from_arrays([pa.array(logprobs[:, j]) for j in range(5)], names=list(LETTERS)),
+        "letter_logprobs": pa.StructArray.from_arrays(
+            [pa.array(logprobs[:, j]) for j in range(5)], names=list(LETTERS)
+        ),
         "lp_prediction": pa.array(_LETTER_ARRAY[lp_index]),
         "lp_correct": pa.array(lp_correct),
         "margin": pa.array(margin.astype(np.float32)),
@@ -317,16 +340,25 @@ def simulate(out: str | Path, cfg: SimulationConfig | None = None, models: pd.Da
         "prompt_hash": np.array([hashlib.sha256(f"{SIMULATED} prompt {i}".encode()).hexdigest() for i in item_ids]),
     }
     targets = {t: models[t].to_numpy() / 100 for t in ("single", "multi")}
-    intercepts = {t: solve_intercepts(np.clip(targets[t], 1e-3, 1 - 1e-3), offset[items.multi == (t == "multi")])
-                  for t in targets}
+    intercepts = {
+        t: solve_intercepts(np.clip(targets[t], 1e-3, 1 - 1e-3), offset[items.multi == (t == "multi")]) for t in targets
+    }
     for k, model in models.reset_index(drop=True).iterrows():
-        table = _model_outputs(cfg, model, items, item_ids, {t: intercepts[t][k] for t in intercepts},
-                               per_item, rng).filter(pa.array(~flagged))  # the harness skips flagged items
+        table = _model_outputs(
+            cfg, model, items, item_ids, {t: intercepts[t][k] for t in intercepts}, per_item, rng
+        ).filter(pa.array(~flagged))  # the harness skips flagged items
         run = out / "runs" / _slug(model["model"])
         (run / "outputs").mkdir(parents=True, exist_ok=True)
         pq.write_table(table, run / "outputs" / "part-00000.parquet")
-        row = results_row(table.to_pandas(), subset, family=model["family"], params_b=float(model["params_b"]),
-                          engine="simulation", engine_version=SIMULATED.lower(), dtype="none")
+        row = results_row(
+            table.to_pandas(),
+            subset,
+            family=model["family"],
+            params_b=float(model["params_b"]),
+            engine="simulation",
+            engine_version=SIMULATED.lower(),
+            dtype="none",
+        )
         (run / "results.json").write_text(json.dumps(row, indent=1), encoding="utf-8")
     (out / "SIMULATION.json").write_text(json.dumps(asdict(cfg), indent=1), encoding="utf-8")
     return out
@@ -336,8 +368,10 @@ def _mark_card(card: Path, cfg: SimulationConfig) -> None:
     """Say SIMULATED at the top of the card body, after its YAML header."""
     text = card.read_text(encoding="utf-8")
     head, sep, body = text.partition("\n---\n")
-    banner = (f"> **{SIMULATED} DATA.** Written by `tcmqa simulate` (seed {cfg.seed}); not TCMQA items, "
-              "not practitioner responses, not model outputs. Planted settings: SIMULATION.json.\n\n")
+    banner = (
+        f"> **{SIMULATED} DATA.** Written by `tcmqa simulate` (seed {cfg.seed}); not TCMQA items, "
+        "not practitioner responses, not model outputs. Planted settings: SIMULATION.json.\n\n"
+    )
     card.write_text(head + sep + banner + body, encoding="utf-8")
 
 
@@ -346,8 +380,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write raw/, data/ and runs/")
     for name in ("n_items", "n_raters", "n_responses", "seed"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
-    for name in ("multi_share", "practitioner_accuracy", "practitioner_spread", "model_spread", "dependence",
-                 "calibration"):
+    for name in (
+        "multi_share",
+        "practitioner_accuracy",
+        "practitioner_spread",
+        "model_spread",
+        "dependence",
+        "calibration",
+    ):
         parser.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
 
 
@@ -355,6 +395,8 @@ def main(args: argparse.Namespace) -> int:
     knobs = {k: v for k, v in vars(args).items() if k in SimulationConfig.__dataclass_fields__}
     start = time.perf_counter()
     out = simulate(args.out, SimulationConfig(**knobs))
-    print(f"{SIMULATED} study written to {out} in {time.perf_counter() - start:.1f}s "
-          f"(data: {out / 'data'}, runs: {out / 'runs'})")
+    print(
+        f"{SIMULATED} study written to {out} in {time.perf_counter() - start:.1f}s "
+        f"(data: {out / 'data'}, runs: {out / 'runs'})"
+    )
     return 0

@@ -91,7 +91,11 @@ class Store(abc.ABC):
     def find(self, model: str, revision: str, protocol: str) -> Job | None:
         """The live (pending, running or finished) job for this key, if any."""
         return next(
-            (j for j in self.jobs() if (j.model, j.revision, j.protocol) == (model, revision, protocol) and j.status in LIVE),
+            (
+                j
+                for j in self.jobs()
+                if (j.model, j.revision, j.protocol) == (model, revision, protocol) and j.status in LIVE
+            ),
             None,
         )
 
@@ -136,7 +140,9 @@ def _stale_verdict(job: Job, max_attempts: int, now: float) -> Job:
     if job.attempts >= max_attempts:
         reason = f"the worker stopped responding on {job.attempts} attempt(s); giving up after {max_attempts}"
         return dataclasses.replace(job, status=FAILED, claim="", reason=reason, updated_at=now)
-    return dataclasses.replace(job, status=PENDING, claim="", progress="re-queued: worker stopped responding", updated_at=now)
+    return dataclasses.replace(
+        job, status=PENDING, claim="", progress="re-queued: worker stopped responding", updated_at=now
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -240,18 +246,28 @@ class SQLiteStore(Store):
                 return None
             job = self._job(row)
             job = dataclasses.replace(
-                job, status=RUNNING, attempts=job.attempts + 1, claim=f"{worker}#{job.attempts + 1}",
-                heartbeat_at=now, updated_at=now, progress="claimed", reason="", log_tail="",
+                job,
+                status=RUNNING,
+                attempts=job.attempts + 1,
+                claim=f"{worker}#{job.attempts + 1}",
+                heartbeat_at=now,
+                updated_at=now,
+                progress="claimed",
+                reason="",
+                log_tail="",
             )
             con.execute(
-                "UPDATE jobs SET status=?, attempts=?, claim=?, heartbeat_at=?, updated_at=?, progress=?, reason='', log_tail='' "
+                "UPDATE jobs SET status=?, attempts=?, claim=?, heartbeat_at=?, updated_at=?, progress=?, "
+                "reason='', log_tail='' "
                 "WHERE id=?",
                 (job.status, job.attempts, job.claim, now, now, job.progress, job.id),
             )
             return job
 
     def _owned_update(self, con: sqlite3.Connection, job: Job, sets: str, values: tuple[Any, ...]) -> bool:
-        cur = con.execute(f"UPDATE jobs SET {sets} WHERE id=? AND claim=? AND status='RUNNING'", (*values, job.id, job.claim))
+        cur = con.execute(
+            f"UPDATE jobs SET {sets} WHERE id=? AND claim=? AND status='RUNNING'", (*values, job.id, job.claim)
+        )
         return cur.rowcount == 1
 
     def heartbeat(self, job: Job, progress: str = "") -> bool:
@@ -345,7 +361,9 @@ class HubStore(Store):
         return self.api.repo_info(repo, repo_type="dataset").sha
 
     def _read(self, repo: str, path: str, revision: str) -> Path:
-        return Path(self.api.hf_hub_download(repo, path, repo_type="dataset", revision=revision, cache_dir=self.cache_dir))
+        return Path(
+            self.api.hf_hub_download(repo, path, repo_type="dataset", revision=revision, cache_dir=self.cache_dir)
+        )
 
     def _snapshot(self) -> tuple[str, list[Job]]:
         head = self._head(self.requests_repo)
@@ -390,7 +408,14 @@ class HubStore(Store):
         job = new_job(model, revision, protocol, user, meta)
 
         def change(jobs: list[Job]) -> tuple[Job, list[Job], str]:
-            live = next((j for j in jobs if (j.model, j.revision, j.protocol) == (model, revision, protocol) and j.status in LIVE), None)
+            live = next(
+                (
+                    j
+                    for j in jobs
+                    if (j.model, j.revision, j.protocol) == (model, revision, protocol) and j.status in LIVE
+                ),
+                None,
+            )
             if live:
                 raise DuplicateError(live)
             return job, [job], f"submit {model}@{revision[:12]} ({job.id})"
@@ -404,8 +429,15 @@ class HubStore(Store):
                 return None, [], ""
             now, job = time.time(), pending[0]
             job = dataclasses.replace(
-                job, status=RUNNING, attempts=job.attempts + 1, claim=f"{worker}#{job.attempts + 1}",
-                heartbeat_at=now, updated_at=now, progress="claimed", reason="", log_tail="",
+                job,
+                status=RUNNING,
+                attempts=job.attempts + 1,
+                claim=f"{worker}#{job.attempts + 1}",
+                heartbeat_at=now,
+                updated_at=now,
+                progress="claimed",
+                reason="",
+                log_tail="",
             )
             return job, [job], f"claim {job.id} by {worker}"
 
@@ -440,7 +472,11 @@ class HubStore(Store):
     def requeue_stale(self, stale_after: float, max_attempts: int) -> list[Job]:
         def change(jobs: list[Job]) -> tuple[list[Job], list[Job], str]:
             now = time.time()
-            stale = [_stale_verdict(j, max_attempts, now) for j in jobs if j.status == RUNNING and j.heartbeat_at < now - stale_after]
+            stale = [
+                _stale_verdict(j, max_attempts, now)
+                for j in jobs
+                if j.status == RUNNING and j.heartbeat_at < now - stale_after
+            ]
             return stale, stale, f"requeue {len(stale)} stale job(s)"
 
         return self._transact(change)

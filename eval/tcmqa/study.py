@@ -19,9 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tcmqa.data import load_config
-from tcmqa.outputs import OUTPUTS_DIR
-from tcmqa.outputs import RESULTS_FILE
-from tcmqa.outputs import read_outputs_table
+from tcmqa.outputs import OUTPUTS_DIR, RESULTS_FILE, read_outputs_table
 
 _OUTPUT_COLUMNS = ["model", "item_id", "correct", "precision", "recall", "f1", "prediction", "lp_correct", "margin"]
 _CORPUS_COLUMNS = ["id", "options", "answer_type", "explanation", "source_difficulty", "flagged"]
@@ -98,7 +96,9 @@ def load_study(data: str | Path, outputs: list[str | Path]) -> Study:
     n, m = len(item_ids), len(runs)
     covered = np.zeros((n, m), dtype=bool)
     correct, lp_correct = np.zeros((n, m), dtype=bool), np.zeros((n, m), dtype=bool)
-    floats = {k: np.full((n, m), np.nan, dtype=np.float32) for k in ("margin", "precision", "recall", "f1", "pred_size")}
+    floats = {
+        k: np.full((n, m), np.nan, dtype=np.float32) for k in ("margin", "precision", "recall", "f1", "pred_size")
+    }
     metas = []
     for j, run in enumerate(runs):
         table = read_outputs_table(run, columns=_OUTPUT_COLUMNS)
@@ -113,7 +113,15 @@ def load_study(data: str | Path, outputs: list[str | Path]) -> Study:
         floats["pred_size"][rows, j] = pc.list_value_length(table["prediction"]).to_numpy(zero_copy_only=False)[keep]
         metas.append(_run_meta(run, table["model"][0].as_py() if len(table) else run.name))
     return Study(
-        corpus=corpus, responses=responses, subset=subset, models=pd.DataFrame(metas),
-        item_ids=item_ids, multi=(scored["answer_type"] == "multi").to_numpy(), covered=covered,
-        correct=correct, lp_correct=lp_correct, subset_rows=index.get_indexer(subset["item_id"]), **floats,
+        corpus=corpus,
+        responses=responses,
+        subset=subset,
+        models=pd.DataFrame(metas),
+        item_ids=item_ids,
+        multi=(scored["answer_type"] == "multi").to_numpy(),
+        covered=covered,
+        correct=correct,
+        lp_correct=lp_correct,
+        subset_rows=index.get_indexer(subset["item_id"]),
+        **floats,
     )

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from tcmqa import stats
-from tcmqa.study import Study
 from tcmqa.schema import DOMAINS, RATERS_PER_ITEM
+from tcmqa.study import Study
 
 DIFFICULTY_LEVELS = (1, 2, 3, 4, 5)
 
@@ -42,8 +42,15 @@ def domain_portfolio(study: Study) -> pd.DataFrame:
     assigned = study.subset["rater_domains"].map(lambda raters: {d for r in raters for d in r})
     n = len(study.subset)
     counts = [int(assigned.map(lambda s, key=key: key in s).sum()) for key in DOMAINS]
-    return pd.DataFrame({"#": range(1, len(DOMAINS) + 1), "domain": list(DOMAINS), "label": list(DOMAINS.values()),
-                         "items": counts, "share": [100 * c / n if n else np.nan for c in counts]})
+    return pd.DataFrame(
+        {
+            "#": range(1, len(DOMAINS) + 1),
+            "domain": list(DOMAINS),
+            "label": list(DOMAINS.values()),
+            "items": counts,
+            "share": [100 * c / n if n else np.nan for c in counts],
+        }
+    )
 
 
 def corpus_composition(study: Study) -> pd.DataFrame:
@@ -58,8 +65,13 @@ def corpus_composition(study: Study) -> pd.DataFrame:
         "Items with source difficulty": int(c["source_difficulty"].notna().sum()),
         "Items flagged by a practitioner (excluded from results)": int(c["flagged"].sum()),
     }
-    return pd.DataFrame({"property": list(rows), "count": list(rows.values()),
-                         "share": [100 * v / max(len(c), 1) for v in rows.values()]})
+    return pd.DataFrame(
+        {
+            "property": list(rows),
+            "count": list(rows.values()),
+            "share": [100 * v / max(len(c), 1) for v in rows.values()],
+        }
+    )
 
 
 def practitioner_difficulty(study: Study) -> pd.DataFrame:
@@ -67,9 +79,18 @@ def practitioner_difficulty(study: Study) -> pd.DataFrame:
     r = study.responses
     rated = r[r["difficulty"].notna()]
     groups = [(str(level), rated[rated["difficulty"] == level]) for level in DIFFICULTY_LEVELS] + [("all", r)]
-    return pd.DataFrame([{"rating": name, "responses": len(g), "share": 100 * len(g) / max(len(r), 1),
-                          "accuracy": 100 * g["correct"].mean() if len(g) else np.nan,
-                          "median_seconds": g["seconds"].median() if len(g) else np.nan} for name, g in groups])
+    return pd.DataFrame(
+        [
+            {
+                "rating": name,
+                "responses": len(g),
+                "share": 100 * len(g) / max(len(r), 1),
+                "accuracy": 100 * g["correct"].mean() if len(g) else np.nan,
+                "median_seconds": g["seconds"].median() if len(g) else np.nan,
+            }
+            for name, g in groups
+        ]
+    )
 
 
 def human_reference(study: Study) -> float:
@@ -83,9 +104,12 @@ def leaderboard(study: Study) -> pd.DataFrame:
     rows, _ = subset_view(study)
     subset_acc = accuracy(study, rows)
     table = study.models.assign(
-        full=accuracy(study), single=accuracy(study, np.flatnonzero(~study.multi)),
-        multi=accuracy(study, np.flatnonzero(study.multi)), subset=subset_acc,
-        delta_human=subset_acc - human_reference(study), n=study.covered.sum(axis=0),
+        full=accuracy(study),
+        single=accuracy(study, np.flatnonzero(~study.multi)),
+        multi=accuracy(study, np.flatnonzero(study.multi)),
+        subset=subset_acc,
+        delta_human=subset_acc - human_reference(study),
+        n=study.covered.sum(axis=0),
     )
     return table.loc[board_order(study)].reset_index(drop=True)
 
@@ -94,11 +118,16 @@ def multi_answer(study: Study) -> pd.DataFrame:
     """Table 5: single and multi exact match, and P/R/F1 and mean |ŷ| on multi-answer items."""
     multi = np.flatnonzero(study.multi)
     with np.errstate(invalid="ignore"):
-        means = {k: np.nanmean(getattr(study, k)[multi], axis=0) if len(multi) else np.full(len(study.models), np.nan)
-                 for k in ("precision", "recall", "f1", "pred_size")}
+        means = {
+            k: np.nanmean(getattr(study, k)[multi], axis=0) if len(multi) else np.full(len(study.models), np.nan)
+            for k in ("precision", "recall", "f1", "pred_size")
+        }
     table = study.models[["model"]].assign(
-        single_em=accuracy(study, np.flatnonzero(~study.multi)), multi_em=accuracy(study, multi),
-        precision=100 * means["precision"], recall=100 * means["recall"], f1=100 * means["f1"],
+        single_em=accuracy(study, np.flatnonzero(~study.multi)),
+        multi_em=accuracy(study, multi),
+        precision=100 * means["precision"],
+        recall=100 * means["recall"],
+        f1=100 * means["f1"],
         mean_pred_size=means["pred_size"],
     )
     return table.loc[board_order(study)].reset_index(drop=True)
@@ -118,8 +147,12 @@ def kappa_with_practitioners(study: Study) -> tuple[pd.DataFrame, np.ndarray]:
     majority = subset["majority_correct"].to_numpy(dtype=bool)
     covered, correct = study.covered[rows], study.correct[rows]
     m = len(study.models)
-    vs_human = np.array([stats.cohen_kappa(correct[covered[:, j], j], majority[covered[:, j]])
-                         if covered[:, j].any() else np.nan for j in range(m)])
+    vs_human = np.array(
+        [
+            stats.cohen_kappa(correct[covered[:, j], j], majority[covered[:, j]]) if covered[:, j].any() else np.nan
+            for j in range(m)
+        ]
+    )
     pairs = np.full((m, m), np.nan)
     full = study.covered.all(axis=1)
     if full.any():
@@ -135,8 +168,11 @@ def intervals(study: Study, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     interval is paired. Uncovered cells are left out of both numerator and denominator.
     """
     out = study.models[["model"]].copy()
-    masks = {"full": np.arange(len(study.item_ids)), "single": np.flatnonzero(~study.multi),
-             "multi": np.flatnonzero(study.multi)}
+    masks = {
+        "full": np.arange(len(study.item_ids)),
+        "single": np.flatnonzero(~study.multi),
+        "multi": np.flatnonzero(study.multi),
+    }
     for name, rows in masks.items():
         lo, hi = _ratio_interval(study.correct[rows], study.covered[rows], n_boot, seed)
         out[f"{name}_lo"], out[f"{name}_hi"] = lo, hi
@@ -150,7 +186,9 @@ def intervals(study: Study, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
         model_acc = 100 * reps[:, :m] / reps[:, m : 2 * m]
         delta = model_acc - 100 * reps[:, 2 * m :] / reps[:, m : 2 * m]
     (out["subset_lo"], out["subset_hi"]), (out["delta_lo"], out["delta_hi"]) = (
-        stats.percentile_interval(model_acc), stats.percentile_interval(delta))
+        stats.percentile_interval(model_acc),
+        stats.percentile_interval(delta),
+    )
     return out.loc[board_order(study)].reset_index(drop=True)
 
 
@@ -172,6 +210,14 @@ def neighbour_tests(study: Study) -> pd.DataFrame:
         a, b = column[upper], column[lower]
         both = study.covered[:, a] & study.covered[:, b]
         test = stats.mcnemar(study.correct[both, a], study.correct[both, b])
-        rows.append({"model": upper, "next": lower, "difference": 100 * (test.only_a - test.only_b) / max(both.sum(), 1),
-                     "only_model": test.only_a, "only_next": test.only_b, "p_value": test.p_value})
+        rows.append(
+            {
+                "model": upper,
+                "next": lower,
+                "difference": 100 * (test.only_a - test.only_b) / max(both.sum(), 1),
+                "only_model": test.only_a,
+                "only_next": test.only_b,
+                "p_value": test.p_value,
+            }
+        )
     return pd.DataFrame(rows, columns=["model", "next", "difference", "only_model", "only_next", "p_value"])

@@ -40,32 +40,50 @@ logger = logging.getLogger(__name__)
 class WorkerConfig:
     """A worker: where its jobs come from and how it runs them; every field is a ``tcmqa worker`` flag."""
 
-    store: str = dataclasses.field(default=".cache/space", metadata={
-        "env": "TCMQA_STORE", "help": "SQLite store directory, or hub:REQUESTS_REPO,RESULTS_REPO"})
-    data: str = dataclasses.field(default=HUB_ID, metadata={
-        "env": "TCMQA_DATA", "help": "Hub id or built tree passed to the harness"})
-    runs: Path = dataclasses.field(default=Path(".cache/space-runs"), metadata={
-        "env": "TCMQA_RUNS", "help": "where run folders and logs go"})
-    command: str = dataclasses.field(default=DEFAULT_COMMAND, metadata={
-        "env": "TCMQA_WORKER_COMMAND",
-        "help": "harness command template; placeholders {python} {model} {data} {out}; "
-                "--revision, --name, --family, --engine, --dtype, --limit are appended"})
-    engine: str | None = dataclasses.field(default=None, metadata={
-        "env": "TCMQA_ENGINE", "choices": sorted(ENGINES), "help": "harness engine (default: the harness's)"})
-    dtype: str | None = dataclasses.field(default=None, metadata={
-        "env": "TCMQA_DTYPE", "choices": DTYPES,
-        "help": "harness dtype (float32 on CPUs without native bf16, where bf16 is emulated and slow)"})
-    limit: int | None = dataclasses.field(default=None, metadata={
-        "help": "evaluate only the first N items (smoke runs)", "metavar": "N"})
+    store: str = dataclasses.field(
+        default=".cache/space",
+        metadata={"env": "TCMQA_STORE", "help": "SQLite store directory, or hub:REQUESTS_REPO,RESULTS_REPO"},
+    )
+    data: str = dataclasses.field(
+        default=HUB_ID, metadata={"env": "TCMQA_DATA", "help": "Hub id or built tree passed to the harness"}
+    )
+    runs: Path = dataclasses.field(
+        default=Path(".cache/space-runs"), metadata={"env": "TCMQA_RUNS", "help": "where run folders and logs go"}
+    )
+    command: str = dataclasses.field(
+        default=DEFAULT_COMMAND,
+        metadata={
+            "env": "TCMQA_WORKER_COMMAND",
+            "help": "harness command template; placeholders {python} {model} {data} {out}; "
+            "--revision, --name, --family, --engine, --dtype, --limit are appended",
+        },
+    )
+    engine: str | None = dataclasses.field(
+        default=None,
+        metadata={"env": "TCMQA_ENGINE", "choices": sorted(ENGINES), "help": "harness engine (default: the harness's)"},
+    )
+    dtype: str | None = dataclasses.field(
+        default=None,
+        metadata={
+            "env": "TCMQA_DTYPE",
+            "choices": DTYPES,
+            "help": "harness dtype (float32 on CPUs without native bf16, where bf16 is emulated and slow)",
+        },
+    )
+    limit: int | None = dataclasses.field(
+        default=None, metadata={"help": "evaluate only the first N items (smoke runs)", "metavar": "N"}
+    )
     timeout_s: float = dataclasses.field(default=4 * 3600, metadata={"help": "seconds a harness run may take"})
     heartbeat_s: float = dataclasses.field(default=10.0, metadata={"help": "seconds between heartbeats"})
-    stale_after_s: float = dataclasses.field(default=120.0, metadata={
-        "help": "re-queue RUNNING jobs silent this many seconds"})
+    stale_after_s: float = dataclasses.field(
+        default=120.0, metadata={"help": "re-queue RUNNING jobs silent this many seconds"}
+    )
     max_attempts: int = dataclasses.field(default=3, metadata={"help": "attempts before a job is FAILED"})
     poll_s: float = dataclasses.field(default=2.0, metadata={"help": "seconds between polls of an empty queue"})
     once: bool = dataclasses.field(default=False, metadata={"help": "exit when the queue is empty"})
-    name: str | None = dataclasses.field(default=None, metadata={
-        "help": "worker name in claims (default host-pid-random)"})
+    name: str | None = dataclasses.field(
+        default=None, metadata={"help": "worker name in claims (default host-pid-random)"}
+    )
 
     def __post_init__(self) -> None:
         self.runs = Path(self.runs).expanduser()
@@ -127,8 +145,10 @@ def _results_row(run_dir: Path, job: Job) -> dict[str, Any]:
     if isinstance(row, list):
         row = row[0]
     if row.get("revision") != job.revision:
-        raise ValueError(f"the harness evaluated revision {row.get('revision')}, but the submission pinned "
-                         f"{job.revision}: the model changed after it was submitted; resubmit it")
+        raise ValueError(
+            f"the harness evaluated revision {row.get('revision')}, but the submission pinned "
+            f"{job.revision}: the model changed after it was submitted; resubmit it"
+        )
     return {**row, "model": job.model, "origin": "evaluated", "protocol": job.protocol}
 
 
@@ -141,8 +161,14 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     with log.open("wb") as out:
         out.write(f"$ {shlex.join(argv)}\n".encode())
         out.flush()
-        child = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True, preexec_fn=die_with_parent)
+        child = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
     started = last_beat = time.monotonic()
     while child.poll() is None:
         time.sleep(min(1.0, cfg.heartbeat_s))

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tcmqa_metric import LETTERS
-
 from tcmqa import prompts
 from tcmqa.models import resolve_model
+from tcmqa_metric import LETTERS
 
 DTYPES = ("bfloat16", "float32", "auto")
 _FULL_WIDTH = {letter: chr(ord(letter) + 0xFEE0) for letter in LETTERS}  # A -> Ａ
@@ -158,7 +157,7 @@ class Engine(ABC):
         """Engine facts recorded with every run."""
         return {"engine": self.name, "engine_version": self.version, "dtype": self.dtype, "revision": self.revision}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: most engines hold nothing to release
         """Release the model (engines with worker processes override this)."""
 
 

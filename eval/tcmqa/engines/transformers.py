@@ -58,9 +58,11 @@ class TransformersEngine(Engine):
                 mask[r, width - len(ids) :] = 1
             first_step = _FirstStepLogprobs(letter_ids.to(self.device))
             with torch.inference_mode():
-                sequences = self.model.generate(input_ids=input_ids.to(self.device),
-                                                attention_mask=mask.to(self.device),
-                                                logits_processor=LogitsProcessorList([first_step]))
+                sequences = self.model.generate(
+                    input_ids=input_ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    logits_processor=LogitsProcessorList([first_step]),
+                )
             first = first_step.logprobs.cpu()
             generated = sequences[:, width:].cpu().tolist()
             for r, i in enumerate(rows):

@@ -89,8 +89,15 @@ def select(
 def plot_frames(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The Plots tab's data: accuracy against size (rows with both), and Subset accuracy high to low."""
     scored = frame.dropna(subset=["Full", "Params (B)"])
-    scatter = pd.DataFrame({"model": scored["Model"], "params_b": scored["Params (B)"], "full": scored["Full"],
-                            "family": scored["Family"], "origin": scored["Origin"]})
+    scatter = pd.DataFrame(
+        {
+            "model": scored["Model"],
+            "params_b": scored["Params (B)"],
+            "full": scored["Full"],
+            "family": scored["Family"],
+            "origin": scored["Origin"],
+        }
+    )
     subset = frame.dropna(subset=["Subset"]).sort_values("Subset", ascending=False)
     bars = pd.DataFrame({"model": subset["Model"], "subset": subset["Subset"], "origin": subset["Origin"]})
     return scatter, bars

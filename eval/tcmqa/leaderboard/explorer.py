@@ -10,8 +10,7 @@ import threading
 
 import pandas as pd
 
-from tcmqa.data import has_config
-from tcmqa.data import load_config
+from tcmqa.data import has_config, load_config
 from tcmqa.store import Store
 
 OUTPUT_COLUMNS = ["model", "prediction", "correct", "lp_prediction", "lp_correct", "margin", "generated_text"]
@@ -58,8 +57,10 @@ class Explorer:
         row = self.corpus.loc[item_id]
         options = "\n".join(f"- **{letter}.** {text}" for letter, text in row["options"].items())
         answer = ", ".join(row["answer"])
-        text = (f"### Item {item_id} ({row['answer_type']}-answer, topic {row['topic'] or 'n/a'})\n\n{row['question']}\n\n"
-                f"{options}\n\n**Answer:** {answer}\n\n{row['explanation'] or ''}")
+        text = (
+            f"### Item {item_id} ({row['answer_type']}-answer, topic {row['topic'] or 'n/a'})\n\n{row['question']}\n\n"
+            f"{options}\n\n**Answer:** {answer}\n\n{row['explanation'] or ''}"
+        )
         responses = self.responses[self.responses["item_id"] == item_id][RESPONSE_COLUMNS].copy()
         outputs = self.outputs()
         outputs = outputs[outputs["item_id"] == item_id][OUTPUT_COLUMNS].copy()

@@ -21,8 +21,15 @@ def _stamp(t: float) -> str:
 
 def jobs_frame(store: Store) -> pd.DataFrame:
     """Every request, newest first, with UTC timestamps and short revisions."""
-    rows = [{**job.__dict__, "revision": job.revision[:12], "submitted": _stamp(job.submitted_at),
-             "updated": _stamp(job.updated_at)} for job in store.jobs()]
+    rows = [
+        {
+            **job.__dict__,
+            "revision": job.revision[:12],
+            "submitted": _stamp(job.submitted_at),
+            "updated": _stamp(job.updated_at),
+        }
+        for job in store.jobs()
+    ]
     return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
 

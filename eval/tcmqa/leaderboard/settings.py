@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from tcmqa.prompts import PROTOCOL
 from tcmqa.leaderboard.validation import Policy
+from tcmqa.prompts import PROTOCOL
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +44,10 @@ class Settings:
 
     def policy(self) -> Policy:
         return Policy(
-            hosted=self.hosted, protocol=PROTOCOL, max_params_b=self.max_params_b,
-            remote_code_allowlist=self.remote_code_allowlist, rate_limit=self.rate_limit,
+            hosted=self.hosted,
+            protocol=PROTOCOL,
+            max_params_b=self.max_params_b,
+            remote_code_allowlist=self.remote_code_allowlist,
+            rate_limit=self.rate_limit,
             rate_window_s=self.rate_window_h * 3600,
         )

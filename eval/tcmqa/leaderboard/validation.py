@@ -28,14 +28,36 @@ from tcmqa.models import count_parameters, local_revision
 from tcmqa.store import DuplicateError, Job, Store
 
 # Decoder architectures that both engines (vLLM and transformers) load as causal LMs.
-SUPPORTED_ARCHITECTURES = frozenset({
-    "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "Gemma3nForConditionalGeneration",
-    "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Olmo2ForCausalLM", "Olmo3ForCausalLM",
-    "OlmoForCausalLM", "Phi3ForCausalLM", "Qwen2ForCausalLM", "Qwen2MoeForCausalLM", "Qwen3ForCausalLM",
-    "Qwen3MoeForCausalLM", "Qwen3_5ForConditionalGeneration", "GraniteForCausalLM", "InternLM2ForCausalLM",
-    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "GlmForCausalLM", "Glm4ForCausalLM", "ChatGLMModel",
-    "BaichuanForCausalLM", "YiForCausalLM", "SmolLM3ForCausalLM",
-})
+SUPPORTED_ARCHITECTURES = frozenset(
+    {
+        "Gemma2ForCausalLM",
+        "Gemma3ForCausalLM",
+        "Gemma3ForConditionalGeneration",
+        "Gemma3nForConditionalGeneration",
+        "LlamaForCausalLM",
+        "MistralForCausalLM",
+        "MixtralForCausalLM",
+        "Olmo2ForCausalLM",
+        "Olmo3ForCausalLM",
+        "OlmoForCausalLM",
+        "Phi3ForCausalLM",
+        "Qwen2ForCausalLM",
+        "Qwen2MoeForCausalLM",
+        "Qwen3ForCausalLM",
+        "Qwen3MoeForCausalLM",
+        "Qwen3_5ForConditionalGeneration",
+        "GraniteForCausalLM",
+        "InternLM2ForCausalLM",
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "GlmForCausalLM",
+        "Glm4ForCausalLM",
+        "ChatGLMModel",
+        "BaichuanForCausalLM",
+        "YiForCausalLM",
+        "SmolLM3ForCausalLM",
+    }
+)
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 LOCAL_PREFIXES = ("/", "./", "../", "~")
 
@@ -110,8 +132,10 @@ def enqueue(accepted: Accepted, *, user: str, store: Store, policy: Policy) -> J
 
 
 def _duplicate_message(job: Job) -> str:
-    return (f"{job.model} at {job.revision[:12]} under protocol {job.protocol} is already {job.status} "
-            f"as job {job.id}; follow it in the Queue tab. Only a FAILED evaluation can be resubmitted.")
+    return (
+        f"{job.model} at {job.revision[:12]} under protocol {job.protocol} is already {job.status} "
+        f"as job {job.id}; follow it in the Queue tab. Only a FAILED evaluation can be resubmitted."
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -131,7 +155,9 @@ def _check_hub(model_id: str, revision: str, api: Any, policy: Policy) -> Accept
     except RepositoryNotFoundError as err:
         raise Rejected(f"Model {model_id} was not found on the Hub (or it is private).") from err
     except RevisionNotFoundError as err:
-        raise Rejected(f"Revision '{revision}' does not exist in {model_id}: give a branch, tag or commit sha.") from err
+        raise Rejected(
+            f"Revision '{revision}' does not exist in {model_id}: give a branch, tag or commit sha."
+        ) from err
     sha = info.sha
     if not sha or not re.fullmatch(r"[0-9a-f]{40}", sha):
         raise Rejected(f"Revision '{revision}' of {model_id} did not resolve to a commit sha.")
@@ -139,8 +165,9 @@ def _check_hub(model_id: str, revision: str, api: Any, policy: Policy) -> Accept
         try:
             api.auth_check(model_id)
         except GatedRepoError as err:
-            raise Rejected(f"{model_id} is gated and this leaderboard has not been granted access; "
-                           "it cannot download the weights.") from err
+            raise Rejected(
+                f"{model_id} is gated and this leaderboard has not been granted access; it cannot download the weights."
+            ) from err
     files = [s.rfilename for s in (info.siblings or [])]
     _check_weights(model_id, files)
     config = info.config or {}
@@ -148,8 +175,10 @@ def _check_hub(model_id: str, revision: str, api: Any, policy: Policy) -> Accept
     params = getattr(info.safetensors, "total", None) if info.safetensors else None
     params_b = _check_params(model_id, params, policy)
     if not _has_chat_template(files, lambda: _hub_tokenizer_config(api, model_id, sha)):
-        raise Rejected(f"{model_id} has no chat template (tokenizer_config.json 'chat_template' or chat_template.jinja); "
-                       "the protocol renders every prompt with the model's own template.")
+        raise Rejected(
+            f"{model_id} has no chat template (tokenizer_config.json 'chat_template' or chat_template.jinja); "
+            "the protocol renders every prompt with the model's own template."
+        )
     _check_architecture(model_id, config)
     return Accepted(model_id, sha, params_b, _family(config))
 
@@ -175,7 +204,9 @@ def _check_folder(path: Path, policy: Policy) -> Accepted:
     _check_remote_code(path.name, config, policy)
     params_b = _check_params(str(path), count_parameters(path), policy)
     tokenizer_config = path / "tokenizer_config.json"
-    if not _has_chat_template(files, lambda: json.loads(tokenizer_config.read_text()) if tokenizer_config.exists() else {}):
+    if not _has_chat_template(
+        files, lambda: json.loads(tokenizer_config.read_text()) if tokenizer_config.exists() else {}
+    ):
         raise Rejected(f"{path} has no chat template (tokenizer_config.json 'chat_template' or chat_template.jinja).")
     _check_architecture(str(path), config)
     return Accepted(path.name, local_revision(path), params_b, _family(config), str(path.resolve()))
@@ -190,8 +221,10 @@ def _check_weights(name: str, files: list[str]) -> None:
     if any(f.endswith(".safetensors") for f in files):
         return
     if any(f.endswith(PICKLE_SUFFIXES) for f in files):
-        raise Rejected(f"{name} has only pickle weights (.bin/.pt); the leaderboard loads safetensors only. "
-                       "Convert the weights to safetensors and resubmit.")
+        raise Rejected(
+            f"{name} has only pickle weights (.bin/.pt); the leaderboard loads safetensors only. "
+            "Convert the weights to safetensors and resubmit."
+        )
     raise Rejected(f"{name} has no weight files.")
 
 
@@ -200,7 +233,9 @@ def _check_remote_code(name: str, config: dict[str, Any], policy: Policy) -> Non
         return
     owner = name.split("/")[0] + "/*"
     if name not in policy.remote_code_allowlist and owner not in policy.remote_code_allowlist:
-        raise Rejected(f"{name} needs custom code (auto_map in config.json); remote code runs only for allowlisted models.")
+        raise Rejected(
+            f"{name} needs custom code (auto_map in config.json); remote code runs only for allowlisted models."
+        )
 
 
 def _check_params(name: str, params: int | None, policy: Policy) -> float:
