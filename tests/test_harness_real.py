@@ -38,8 +38,8 @@ for key, value in {
     os.environ.setdefault(key, value)
 
 pytestmark = pytest.mark.engine
-N_ITEMS = 200
-CHUNK = 50
+N_ITEMS = int(os.environ.get("TCMQA_TEST_ITEMS", "200"))  # fewer for a bf16 run where bf16 is emulated
+CHUNK = N_ITEMS // 4
 
 
 # Engine agreement is a property of the protocol, so it is checked in float32 on every CPU: the

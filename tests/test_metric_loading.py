@@ -135,3 +135,12 @@ def test_card_front_matter_and_example():
     shown = ast.literal_eval(re.search(r"### Output Values.*?```python\n(.*?)```", body, re.DOTALL).group(1))
     results = tcmqa_metric.score(**EXAMPLE)
     assert shown == {key: round(value, 3) for key, value in results.items()}
+
+
+def test_the_metric_cites_the_dataset_as_the_schema_does() -> None:
+    """The metric imports nothing of the project, so it keeps its own copy of the citation."""
+    from tcmqa.schema import CITATION, HOMEPAGE
+    from tcmqa_metric import TcmqaMetric
+
+    metric = TcmqaMetric()
+    assert metric.citation == CITATION and HOMEPAGE in metric.reference_urls
