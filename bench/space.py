@@ -113,7 +113,6 @@ def main() -> None:
         start_worker=False,
         worker_args="",
         max_params_b=16,
-        remote_code_allowlist=frozenset(),
         rate_limit=5,
         rate_window_h=24,
         refresh_s=60,

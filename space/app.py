@@ -10,11 +10,13 @@ worker itself, accepts local model folders and needs no sign-in::
 from __future__ import annotations
 
 import shlex
+import threading
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
+from tcmqa.hub import Publisher
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard import queue
 from tcmqa.leaderboard.explorer import Explorer
@@ -22,7 +24,7 @@ from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
 from tcmqa.schema import CITATION, HOMEPAGE
 from tcmqa.store import Store, open_store
-from tcmqa.worker import spawn_worker
+from tcmqa.worker import LocalWorker
 
 ABOUT = """
 ## Protocol ({protocol})
@@ -146,7 +148,7 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
                 sort_by = gr.Dropdown(list(board_lib.COLUMNS), value="Full", label="Sort by")
                 descending = gr.Checkbox(value=True, label="Descending")
             table = gr.Dataframe(
-                interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label="Leaderboard"
+                interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label=board_lib.LEGEND
             )
             inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending]
             for control in inputs:
@@ -228,9 +230,16 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
 def main() -> None:
     """Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (a Space sets them)."""
     settings = Settings.from_env()
+    store = open_store(settings.store)
     if settings.start_worker:
-        spawn_worker(settings.store, settings.data, shlex.split(settings.worker_args))
-    build_app(settings).queue(default_concurrency_limit=8).launch()
+        LocalWorker(settings.store, settings.data, shlex.split(settings.worker_args)).start()
+    if settings.publish:  # the one publisher of this store: finished jobs to the Hub, coalesced
+        from huggingface_hub import HfApi
+
+        publisher = Publisher(store, HfApi(), settings.results_repo, requests_repo=settings.requests_repo)
+        publisher.import_published()  # the board starts with every row published before
+        threading.Thread(target=publisher.run_forever, args=(threading.Event(),), daemon=True).start()
+    build_app(settings, store).queue(default_concurrency_limit=8).launch()
 
 
 if __name__ == "__main__":

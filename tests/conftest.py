@@ -15,6 +15,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TCMQA_CACHE", str(Path(__file__).resolve().parents[1] / ".cache"))
 
 import pytest
+from postgres import postgres_url  # noqa: F401  (the session's PostgreSQL server, tests/postgres.py)
 from sources import (
     DEMO_ITEMS,
     SAMPLE,

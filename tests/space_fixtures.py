@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import runpy
 import socket
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +39,23 @@ def hub_models() -> FakeHub:
     hub.add_model("org/pickle", files=("config.json", "pytorch_model.bin", "tokenizer_config.json"))
     hub.add_model("org/noweights", files=("config.json", "tokenizer_config.json"))
     hub.add_model("org/custom", config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}})
-    hub.add_model(
-        "trusted/custom", sha="e" * 40, config={"architectures": ["Qwen2ForCausalLM"], "auto_map": {"AutoModel": "m.M"}}
-    )
     hub.add_model("org/huge", params=70_000_000_000)
     hub.add_model("org/nometa", params=None)
     hub.add_model("org/notemplate", tokenizer_config={"eos_token": "</s>"})
     hub.add_model("org/jinja", sha="f" * 40, files=("config.json", "model.safetensors", "chat_template.jinja"))
     hub.add_model("org/bert", config={"architectures": ["BertForMaskedLM"], "model_type": "bert"})
     hub.add_model("org/badsha", sha="main")
+    hub.add_model("org/private", private=True)
+    hub.add_model("org/disabled", disabled=True)
+    hub.add_model(
+        "org/awq", config={"architectures": ["Qwen2ForCausalLM"], "quantization_config": {"quant_method": "awq"}}
+    )
+    hub.add_model(
+        "org/fp8",
+        sha="9" * 40,
+        config={"architectures": ["Qwen2ForCausalLM"], "quantization_config": {"quant_method": "fp8"}},
+    )
+    hub.add_model("org/customtok", tokenizer_config={"chat_template": "{{ m }}", "auto_map": {"AutoTokenizer": "t.T"}})
     return hub
 
 
@@ -65,6 +75,10 @@ REFUSALS = [
     ("org/nometa", "", "parameter count is not available"),
     ("org/notemplate", "", "has no chat template"),
     ("org/bert", "", "architecture BertForMaskedLM is not supported"),
+    ("org/private", "", "is private: its outputs would be published"),
+    ("org/disabled", "", "is disabled on the Hub"),
+    ("org/awq", "", "quantized with awq, which the evaluation engine cannot load"),
+    ("org/customtok", "", "needs a custom tokenizer (auto_map in tokenizer_config.json)"),
 ]
 
 
@@ -80,7 +94,6 @@ def local_settings(store_dir: Path, data: Path | str, **changes: Any) -> Setting
         start_worker=False,
         worker_args="",
         max_params_b=8,
-        remote_code_allowlist=frozenset(),
         rate_limit=5,
         rate_window_h=24,
         refresh_s=1,
@@ -111,3 +124,22 @@ def board(
         search, families or [], size_min, size_max, ALL_ORIGINS, BOARD_COLUMNS, "Full", True, api_name="/board"
     )
     return [dict(zip(table["headers"], row)) for row in table["data"]]
+
+
+def write_folder(
+    path: Path,
+    *,
+    shape: tuple[int, ...] = (1000, 270),
+    template: bool = True,
+    architectures: tuple[str, ...] = ("Gemma3ForCausalLM",),
+    weights: str = "model.safetensors",
+) -> Path:
+    """A model folder with a real safetensors header (the weights themselves are never read)."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps({"architectures": list(architectures), "model_type": "gemma3_text"}))
+    (path / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}"} if template else {}))
+    header = json.dumps(
+        {"w": {"dtype": "BF16", "shape": list(shape), "data_offsets": [0, 0]}, "__metadata__": {}}
+    ).encode()
+    (path / weights).write_bytes(struct.pack("<Q", len(header)) + header)
+    return path

@@ -1,26 +1,44 @@
-"""A stand-in for ``tcmqa eval``: writes what the harness writes (outputs/part-*.parquet and
-results.json) after a delay set by environment variables, so worker crashes, timeouts and
-concurrency are exercised in seconds. The real harness runs in test_space_e2e.py."""
+"""A stand-in for ``tcmqa eval``: writes what the harness writes (outputs/part-*.parquet and a full
+results.json row) after a delay set by environment variables, so worker crashes, timeouts and
+concurrency are exercised in seconds. The real harness runs in test_space_e2e.py.
+
+Like the harness it resumes: with ``--resume`` it skips the steps an earlier attempt finished in the
+same ``--out``. Each start appends ``model pid parent-pid first-step`` to ``$STAND_IN_STARTS``.
+"""
 
 STAND_IN = r"""
 import argparse, json, os, sys, time
 from pathlib import Path
-import pandas as pd
 p = argparse.ArgumentParser()
 for flag in ("--model", "--revision", "--data", "--out", "--name", "--family"):
     p.add_argument(flag)
+p.add_argument("--resume", action="store_true")
 a = p.parse_args()
 out = Path(a.out)
+out.mkdir(parents=True, exist_ok=True)
+steps = int(os.environ.get("STAND_IN_STEPS", "1"))
+done = [i for i in range(steps) if (out / f"step-{i}").exists()] if a.resume else []
 with open(os.environ["STAND_IN_STARTS"], "a") as f:
-    f.write(f"{a.model} {os.getpid()}\n")
-for i in range(int(os.environ.get("STAND_IN_STEPS", "1"))):
-    print(f"{i + 1}/10 items", flush=True)
+    f.write(f"{a.model} {os.getpid()} {os.getppid()} {len(done)}\n")
+(out / "run.json").write_text("{}")
+for i in range(steps):
+    if i in done:
+        continue
+    print(f"{i + 1}/{steps} items", flush=True)
     time.sleep(float(os.environ.get("STAND_IN_SLEEP", "0")))
+    (out / f"step-{i}").touch()
 if os.environ.get("STAND_IN_FAIL"):
     print("Traceback: CUDA out of memory", file=sys.stderr)
     sys.exit(3)
+import pandas as pd  # imported late: a start is on record before the slow imports
+from tcmqa.models import local_revision
+from tcmqa.schema import RESULTS
 (out / "outputs").mkdir(parents=True, exist_ok=True)
 pd.DataFrame({"model": [a.model], "item_id": ["1"]}).to_parquet(out / "outputs" / "part-00000.parquet")
-(out / "results.json").write_text(json.dumps({"model": a.model, "full": 20.0, "n": 10, "engine": "stand-in",
-                                                 "revision": os.environ.get("STAND_IN_REVISION", a.revision)}))
+revision = a.revision or (local_revision(a.model) if Path(a.model).is_dir() else None)
+row = {name: None for name in RESULTS} | {"model": a.model, "full": 20.0, "n": 10, "engine": "stand-in",
+                                          "revision": os.environ.get("STAND_IN_REVISION", revision)}
+if os.environ.get("STAND_IN_BAD_ROW"):
+    row["full"] = "twenty"
+(out / "results.json").write_text(json.dumps(row))
 """

@@ -11,6 +11,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from huggingface_hub import CommitOperationAdd
 from sources import (
     DEMO_ITEMS,
     SAMPLE_DB,
@@ -176,9 +177,17 @@ def test_card_declares_configs_features_and_license(demo_tree):
 
     data = DatasetCard.load(demo_tree / "README.md").data.to_dict()
     assert data["license"] == "cc-by-nc-sa-4.0" and data["language"] == ["zh"]
-    assert [c["config_name"] for c in data["configs"]] == ["corpus", "responses", "subset"]
+    # outputs and results are declared before they hold a row: the Space's publisher appends them
+    assert [c["config_name"] for c in data["configs"]] == ["corpus", "responses", "subset", "outputs", "results"]
+    globs = {c["config_name"]: c["data_files"] for c in data["configs"]}
+    assert globs["results"] == [{"split": "test", "path": "results/*.parquet"}]
+    assert globs["outputs"] == [{"split": "test", "path": "outputs/*.parquet"}]
     infos = {i["config_name"]: i for i in data["dataset_info"]}
     assert infos["subset"]["splits"][0]["num_examples"] == len(load_config(demo_tree, "subset"))
+    for name in ("outputs", "results"):  # features from the schema, no split sizes (they grow)
+        assert datasets.Features._from_yaml_list(infos[name]["features"]) == FEATURES[name]
+        assert "splits" not in infos[name]
+    assert not (demo_tree / "results").exists() and validate_tree(demo_tree) == []
     body = (demo_tree / "README.md").read_text(encoding="utf-8")
     assert 'load_dataset("TechTCM/TCMQA", "corpus"' in body and "@misc{tcmqa" in body
 
@@ -221,6 +230,59 @@ def test_publish_validates_and_uploads_in_one_commit(demo_tree, tmp_path):
     assert publish(demo_tree, "me/tcmqa", api=api) == "https://hf.co/c/1"
     assert [c[0] for c in api.calls] == ["create_repo", "upload_folder"]
     assert api.calls[1][2]["repo_type"] == "dataset" and api.calls[1][2]["folder_path"] == str(demo_tree)
+    assert api.calls[1][2]["delete_patterns"] == ["corpus/*.parquet", "responses/*.parquet", "subset/*.parquet"]
+
+
+def test_publish_keeps_the_spaces_results_and_outputs(demo_tree, tmp_path):
+    """``tcmqa publish`` replaces the built configs' shards and nothing the Space appended.
+
+    Runs against tests/fakehub.FakeHub, whose ``upload_folder`` computes deletions with huggingface_hub's
+    own ``_prepare_folder_deletions`` (fnmatch, where ``*`` crosses ``/``), like the real client.
+    """
+    from fakehub import FakeHub
+
+    space_files = {
+        "results/20260101T000000-aaaaaaaa.parquet": b"results row",
+        "outputs/20260101T000000-aaaaaaaa-part-00000.parquet": b"outputs part",
+    }
+    stale = {"corpus/train-00000-of-00002.parquet": b"old", "responses/test-00000-of-00001.parquet": b"old"}
+
+    def seeded() -> FakeHub:
+        hub = FakeHub()
+        hub.create_commit(
+            "me/tcmqa",
+            [CommitOperationAdd(p, d) for p, d in {**space_files, **stale}.items()],
+            commit_message="earlier",
+        )
+        return hub
+
+    hub = seeded()
+    publish(demo_tree, "me/tcmqa", api=hub)
+    files = hub.files("me/tcmqa")
+    tree_files = {p.relative_to(demo_tree).as_posix(): p.read_bytes() for p in demo_tree.rglob("*") if p.is_file()}
+    assert {p: files[p] for p in space_files} == space_files  # the Space's files survive
+    assert "corpus/train-00000-of-00002.parquet" not in files  # a stale shard of a built config goes
+    assert {p: files[p] for p in tree_files} == tree_files  # responses/ is replaced by the tree's
+    assert set(files) == set(tree_files) | set(space_files)
+    assert len(hub.commit_log) == 2  # one commit for the publish
+    # the pattern this replaced deletes the Space's files: fnmatch's `*` crosses `/`
+    old = seeded()
+    old.upload_folder(
+        repo_id="me/tcmqa", repo_type="dataset", folder_path=str(demo_tree), delete_patterns=["*/*.parquet"]
+    )
+    assert not set(space_files) & set(old.files("me/tcmqa"))
+
+
+def test_validation_checks_appended_configs_when_present(demo_tree, tmp_path):
+    tree = _copy(demo_tree, tmp_path / "tree")
+    (tree / "results").mkdir()
+    pq.write_table(pa.table({"model": ["m"]}), tree / "results" / "x.parquet")
+    assert any("config 'results'" in p and "do not match" in p for p in validate_tree(tree))
+    (tree / "results" / "x.parquet").unlink()
+    pq.write_table(
+        pa.Table.from_pylist([{"model": "m"}], schema=FEATURES["results"].arrow_schema), tree / "results" / "x.parquet"
+    )
+    assert validate_tree(tree) == []
 
 
 def _copy(tree: Path, dest: Path) -> Path:

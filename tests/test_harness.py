@@ -117,7 +117,41 @@ def test_results_row_is_recomputed_from_the_outputs(full_run, demo_tree, corpus)
         engine_version=res["engine_version"],
         dtype="float32",
         date=res["date"],
+        data=res["data"],
+        data_revision=res["data_revision"],
+        data_fingerprint=res["data_fingerprint"],
+        n_corpus=res["n_corpus"],
     )
+
+
+def test_results_row_says_what_data_it_ran_on(full_run, demo_tree, corpus):
+    scorable = corpus.loc[~corpus["flagged"]]
+    items = load_config(demo_tree, "corpus").filter(lambda item: not item["flagged"]).to_list()
+    res = full_run.results
+    assert res["data"] == str(demo_tree) and res["data_revision"] is None  # a local tree has no Hub revision
+    assert res["data_fingerprint"] == harness.data_fingerprint(items)
+    assert res["n_corpus"] == len(scorable) == res["n"] and res["coverage"] == 100.0
+    assert res["protocol"] == prompts.PROTOCOL
+    from tcmqa.study import load_study  # the report fingerprints the data the same way, and keeps the run
+
+    study = load_study(demo_tree, [full_run.out])
+    assert study.data_fingerprint == res["data_fingerprint"] and study.excluded.empty
+    written = json.loads((full_run.out / "results.json").read_text())
+    assert {k: written[k] for k in ("data", "data_fingerprint", "n_corpus", "coverage")} == {
+        k: res[k] for k in ("data", "data_fingerprint", "n_corpus", "coverage")
+    }
+
+
+def test_a_limit_run_shares_the_data_fingerprint_with_a_full_run(base_args, engine, full_run, tmp_path):
+    """The fingerprint is the whole scorable corpus's: a --limit run is told apart by its coverage."""
+    part = harness.run(config(base_args, out=tmp_path / "part", limit=3), engine=engine).results
+    full = full_run.results
+    assert part["data_fingerprint"] == full["data_fingerprint"] and part["n_corpus"] == full["n_corpus"]
+    assert part["n"] == 3 and part["coverage"] == pytest.approx(100 * 3 / full["n_corpus"]) and part["coverage"] < 100
+    assert full["coverage"] == 100.0
+    # the run manifest fingerprints the items this run evaluates, so that --resume continues only them
+    manifests = [json.loads((run / "run.json").read_text()) for run in (tmp_path / "part", full_run.out)]
+    assert manifests[0]["data_fingerprint"] != manifests[1]["data_fingerprint"] == full["data_fingerprint"]
 
 
 def test_crash_then_resume_equals_an_uninterrupted_run(base_args, engine, full_run, tmp_path, monkeypatch):
@@ -155,7 +189,7 @@ def test_limit_and_subset_only(base_args, engine, tmp_path, demo_tree):
     subset_ids = set(load_config(demo_tree, "subset").to_pandas()["item_id"])
     frame = read_outputs(report.out)
     assert len(frame) == 5 and set(frame["item_id"]) <= subset_ids
-    assert report.results["n_subset"] == 5
+    assert report.results["n_subset"] == 5 and report.results["coverage"] < 100  # a subset run is partial
 
 
 def test_dry_run_prints_three_prompts(base_args, capsys):
@@ -194,3 +228,12 @@ def test_results_without_subset_use_the_papers_reference(full_run):
     row = results_row(read_outputs(full_run.out), None)
     assert row["human_reference"] == PAPER_HUMAN_REFERENCE
     assert row["subset"] is None and row["delta_human"] is None and row["n_subset"] == 0
+    assert row["data_fingerprint"] is None and row["coverage"] is None  # nothing said about the data
+
+
+def test_results_row_spells_the_family_canonically(full_run):
+    frame = read_outputs(full_run.out)
+    assert results_row(frame, None, family="qwen2")["family"] == "Qwen2"
+    assert results_row(frame, None, family="gemma3_text")["family"] == "Gemma3"
+    assert results_row(frame, None, family="Qwen2.5")["family"] == "Qwen2.5"
+    assert results_row(frame, None)["family"] is None

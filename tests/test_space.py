@@ -138,10 +138,11 @@ def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     local = Settings.from_env()
     assert (local.hosted, local.store, local.start_worker) == (False, ".cache/space", True)
     monkeypatch.setenv("SPACE_ID", "TechTCM/leaderboard")
-    monkeypatch.setenv("TCMQA_REMOTE_CODE_ALLOWLIST", "a/b,c/*")
+    monkeypatch.setenv("TCMQA_RATE_LIMIT", "3")
     hosted = Settings.from_env()
-    assert hosted.store.startswith("hub:") and not hosted.start_worker
-    assert hosted.policy().remote_code_allowlist == frozenset({"a/b", "c/*"}) and hosted.policy().protocol == "v1"
+    assert hosted.store == "/data/tcmqa" and not hosted.start_worker and hosted.publish
+    assert (hosted.policy().rate_limit, hosted.policy().protocol) == (3, "v1")
+    assert not local.publish
 
 
 def test_item_explorer_on_a_tree_without_responses(tmp_path: Path, demo_items: list[dict]) -> None:

@@ -1,29 +1,70 @@
-"""One contract, two stores: real SQLite files and the Hub store against a thin fake HfApi."""
+"""One contract, two databases: every test runs on a real SQLite file and on a real PostgreSQL server.
+
+Ids ``sqlite`` and ``postgres`` (``pytest -k postgres`` selects the PostgreSQL ones); the server is
+started once per session by tests/postgres.py and each test gets a database of its own.
+"""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from fakehub import FakeHub
+from postgres import fresh_database
 
-from tcmqa.store import FAILED, FINISHED, PENDING, RUNNING, DuplicateError, HubStore, SQLiteStore, Store, open_store
+from tcmqa.store import (
+    FAILED,
+    FINISHED,
+    MIGRATIONS,
+    PENDING,
+    RUNNING,
+    DuplicateError,
+    RateLimited,
+    SQLiteStore,
+    Store,
+    open_store,
+    store_url,
+)
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
-@pytest.fixture(params=["sqlite", "hub"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+@pytest.fixture(params=[pytest.param("sqlite", id="sqlite"), pytest.param("postgres", id="postgres")])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty database of the parametrized kind."""
     if request.param == "sqlite":
-        return SQLiteStore(tmp_path / "store")
-    hub = FakeHub()
-    hub.create_repo("org/requests")
-    hub.create_repo("org/TCMQA")
-    return HubStore("org/requests", "org/TCMQA", api=hub, cache_dir=tmp_path / "cache")
+        return f"sqlite:///{tmp_path / 'store' / 'queue.sqlite'}"
+    return fresh_database(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def opened(tmp_path: Path) -> Iterator[list[Store]]:
+    """Stores opened by a test, closed (their connections released) after it."""
+    stores: list[Store] = []
+    yield stores
+    for store in stores:
+        store.close()
+
+
+@pytest.fixture
+def open_(url: str, tmp_path: Path, opened: list[Store]):
+    def open_one(cache: str = "cache") -> Store:
+        store = Store(url, cache_dir=tmp_path / cache)
+        opened.append(store)
+        return store
+
+    return open_one
+
+
+@pytest.fixture
+def store(open_) -> Store:
+    return open_()
 
 
 def _row(model: str) -> dict:
@@ -38,10 +79,20 @@ def _row(model: str) -> dict:
     }
 
 
-def _outputs(tmp_path: Path, model: str) -> list[Path]:
-    path = tmp_path / f"{model.replace('/', '_')}-part-0.parquet"
-    pd.DataFrame({"model": [model, model], "item_id": ["1", "2"]}).to_parquet(path)
-    return [path]
+def _outputs(tmp_path: Path, model: str, parts: int = 1) -> list[Path]:
+    paths = []
+    for i in range(parts):
+        path = tmp_path / f"{model.replace('/', '_')}-part-{i}.parquet"
+        pd.DataFrame({"model": [model, model], "item_id": [f"{i}-1", f"{i}-2"]}).to_parquet(path)
+        paths.append(path)
+    return paths
+
+
+def _finish(store: Store, tmp_path: Path, model: str) -> str:
+    store.submit(model, SHA, "v1", "alice")
+    job = store.claim("w")
+    assert store.finish(job, _row(model), _outputs(tmp_path, model))
+    return job.id
 
 
 def test_submit_claim_finish_roundtrip(store: Store, tmp_path: Path) -> None:
@@ -57,6 +108,7 @@ def test_submit_claim_finish_roundtrip(store: Store, tmp_path: Path) -> None:
     assert [r["model"] for r in store.results()] == ["org/a"]
     files = store.outputs_files()
     assert len(files) == 1 and len(pd.read_parquet(files[0])) == 2
+    assert files[0] == tmp_path / "cache" / job.id / "part-00000.parquet"
 
 
 def test_duplicates_refused_until_failed(store: Store) -> None:
@@ -83,6 +135,7 @@ def test_lost_claim_cannot_record(store: Store, tmp_path: Path) -> None:
     assert not store.heartbeat(first) and not store.finish(first, _row("org/a"), []) and not store.fail(first, "x")
     assert store.finish(second, _row("org/a"), _outputs(tmp_path, "org/a"))
     assert len(store.results()) == 1 and len(store.outputs_files()) == 1
+    assert [p.job.id for p in store.unpublished()] == [second.id]
 
 
 def test_stale_job_fails_after_max_attempts(store: Store) -> None:
@@ -102,6 +155,25 @@ def test_rate_limit_count(store: Store) -> None:
     store.submit("org/other", SHA, "v1", "bob")
     assert store.submitted_since("alice", time.time() - 60) == 3
     assert store.submitted_since("alice", time.time() + 1) == 0
+
+
+def test_rate_limit_is_atomic(store: Store) -> None:
+    """50 simultaneous submissions of one user under a limit of 5: exactly 5 get in."""
+
+    def submit(i: int) -> str:
+        try:
+            store.submit(f"org/m{i}", SHA, "v1", "alice", rate_limit=5, rate_window_s=3600)
+            return "accepted"
+        except RateLimited as err:
+            assert (err.limit, err.window_s) == (5, 3600) and err.count >= 5
+            return "limited"
+
+    with ThreadPoolExecutor(16) as pool:
+        outcomes = list(pool.map(submit, range(50)))
+    assert (outcomes.count("accepted"), outcomes.count("limited")) == (5, 45)
+    assert len(store.jobs()) == 5
+    store.submit("org/x", SHA, "v1", "bob", rate_limit=5)  # per user
+    store.submit("org/y", SHA, "v1", "alice", rate_limit=5, rate_window_s=1e-6)  # outside the window
 
 
 def test_50_concurrent_submissions(store: Store) -> None:
@@ -147,23 +219,182 @@ def test_version_changes_with_results(store: Store, tmp_path: Path) -> None:
     store.submit("org/a", SHA, "v1", "alice")
     job = store.claim("w")
     store.finish(job, _row("org/a"), [])
-    assert store.version() != before
+    after = store.version()
+    assert after != before
+    store.import_results([{**_row("org/b"), "origin": "evaluated"}])
+    assert store.version() != after
 
 
-def test_open_store(tmp_path: Path) -> None:
-    assert isinstance(open_store(str(tmp_path / "s")), SQLiteStore)
-    hub = open_store("hub:org/requests,org/TCMQA", api=FakeHub())
-    assert isinstance(hub, HubStore) and (hub.requests_repo, hub.results_repo) == ("org/requests", "org/TCMQA")
+def test_outbox(store: Store, tmp_path: Path) -> None:
+    """finish queues a publication; mark_published takes it out; a failed one waits for its retry time."""
+    first = _finish(store, tmp_path, "org/a")
+    second = _finish(store, tmp_path, "org/b")
+    pending = store.unpublished()
+    assert [p.job.id for p in pending] == [first, second]  # oldest first
+    assert pending[0].row == _row("org/a") and pending[0].job.status == FINISHED
+    assert len(pending[0].outputs) == 1 and pending[0].outputs[0][:4] == b"PAR1"
+    assert [p.job.id for p in store.unpublished(limit=1)] == [first]
+
+    store.mark_published([first], "c0ffee")
+    assert [p.job.id for p in store.unpublished()] == [second]
+
+    store.publication_failed([second], "HTTP 429", retry_after_s=0.5)
+    assert store.unpublished() == []
+    time.sleep(0.6)
+    [retry] = store.unpublished()
+    assert (retry.job.id, retry.attempts, retry.last_error) == (second, 1, "HTTP 429")
+    store.publication_failed([second], "HTTP 503", retry_after_s=0)
+    assert [(p.attempts, p.last_error) for p in store.unpublished()] == [(2, "HTTP 503")]
+    store.mark_published([second], "beef")
+    assert store.unpublished() == []
+    store.publication_failed([second], "late", retry_after_s=0)  # a published one stays published
+    assert store.unpublished() == []
 
 
-def test_hub_results_use_results_features(tmp_path: Path) -> None:
-    hub = FakeHub()
-    hub.create_repo("org/requests")
-    store = HubStore("org/requests", "org/TCMQA", api=hub, cache_dir=tmp_path)
-    store.submit("org/a", SHA, "v1", "alice")
-    job = store.claim("w")
-    assert store.finish(job, _row("org/a"), _outputs(tmp_path, "org/a"))
-    files = hub.list_repo_files("org/TCMQA", repo_type="dataset")
-    assert files == [f"outputs/{job.id}-part-00000.parquet", f"results/{job.id}.parquet"]
-    row = store.results()[0]
-    assert row["model"] == "org/a" and row["multi_f1"] is None and "human_reference" in row
+def test_import_results_skips_what_the_store_has(store: Store, tmp_path: Path) -> None:
+    mine = _finish(store, tmp_path, "org/a")
+    hub_rows = [
+        {**_row("org/a"), "full": 99.0},  # already evaluated here: skipped
+        {**_row("org/b"), "date": "2026-01-02", "job_id": "20260102T000000-aaaaaaaa"},
+        {**_row("org/c"), "protocol": "v2"},
+    ]
+    assert store.import_results(hub_rows) == 2
+    assert store.import_results(hub_rows) == 0  # idempotent
+    clash = {**_row("org/d"), "job_id": mine}  # a job id already used here for another model: skipped
+    assert store.import_results([clash, {**_row("org/e")}]) == 1 and store.find("org/d", SHA, "v1") is None
+    models = sorted((r["model"], r["full"]) for r in store.results())
+    assert models == [("org/a", 20.0), ("org/b", 20.0), ("org/c", 20.0), ("org/e", 20.0)]
+    assert all("job_id" not in r for r in store.results())
+    imported = store.get("20260102T000000-aaaaaaaa")
+    assert imported.status == FINISHED and imported.meta == {"imported": True}
+    assert time.strftime("%Y-%m-%d", time.gmtime(imported.submitted_at)) == "2026-01-02"
+    assert [p.job.id for p in store.unpublished()] == [mine]  # imported ones are already published
+    with pytest.raises(DuplicateError):  # and are not evaluated again
+        store.submit("org/b", SHA, "v1", "bob")
+    assert {j.id for j in store.jobs_changed_since(0)} == {mine}  # and never mirrored back
+
+
+def test_jobs_changed_since_ignores_heartbeats(store: Store, tmp_path: Path) -> None:
+    a = store.submit("org/a", SHA, "v1", "alice")
+    store.submit("org/b", SHA, "v1", "alice")
+    assert [j.id for j in store.jobs_changed_since(0)] == [a.id, store.find("org/b", SHA, "v1").id]
+    claimed = store.claim("w")
+    cursor = store.get(claimed.id).status_at
+    assert store.jobs_changed_since(cursor) == []
+    time.sleep(0.01)
+    assert store.heartbeat(claimed, "5/10 items")
+    assert store.jobs_changed_since(cursor) == []  # a heartbeat is not a status change
+    assert store.get(claimed.id).updated_at > cursor and store.get(claimed.id).status_at == cursor
+    assert store.finish(claimed, _row("org/a"), [])
+    [changed] = store.jobs_changed_since(cursor)
+    assert (changed.id, changed.status) == (a.id, FINISHED) and changed.status_at > cursor
+
+
+def test_state(store: Store) -> None:
+    assert store.get_state("mirror") is None
+    store.set_state("mirror", "1.5")
+    store.set_state("mirror", "2.5")
+    store.set_state("other", "x")
+    assert (store.get_state("mirror"), store.get_state("other")) == ("2.5", "x")
+
+
+def test_migrations_idempotent(open_, url: str, tmp_path: Path) -> None:
+    first = open_()
+    job = _finish(first, tmp_path, "org/a")
+    again = open_("cache2")
+    assert again.schema_version() == first.schema_version() == len(MIGRATIONS)
+    assert again.get(job).status == FINISHED and len(again.results()) == 1
+
+
+def test_concurrent_openers_migrate_once(url: str, tmp_path: Path, opened: list[Store]) -> None:
+    def open_one(i: int) -> int:
+        store = Store(url, cache_dir=tmp_path / f"c{i}")
+        opened.append(store)
+        return store.schema_version()
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(open_one, range(4))) == [len(MIGRATIONS)] * 4
+
+
+def test_outputs_bytes_live_in_the_database(open_, tmp_path: Path) -> None:
+    """A second store on the same database with another cache folder (another machine) reads the outputs."""
+    writer = open_("writer-cache")
+    writer.submit("org/a", SHA, "v1", "alice")
+    job = writer.claim("w")
+    (tmp_path / "run").mkdir()
+    sources = _outputs(tmp_path / "run", "org/a", parts=3)
+    assert writer.finish(job, _row("org/a"), sources)
+    reader = open_("reader-cache")
+    files = reader.outputs_files()
+    assert [f.relative_to(tmp_path / "reader-cache").as_posix() for f in files] == [
+        f"{job.id}/part-{i:05d}.parquet" for i in range(3)
+    ]
+    assert [f.read_bytes() for f in files] == [p.read_bytes() for p in sorted(sources)]
+    assert not (tmp_path / "writer-cache").exists()  # nothing is written until someone reads
+    files[0].unlink()  # an incomplete cache folder is rewritten
+    assert reader.outputs_files() == files and files[0].read_bytes() == sorted(sources)[0].read_bytes()
+    assert not [p for p in (tmp_path / "reader-cache").iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_open_store(tmp_path: Path, opened: list[Store]) -> None:
+    local = open_store(str(tmp_path / "s"))
+    opened.append(local)
+    assert isinstance(local, SQLiteStore) and local.root == tmp_path / "s"
+    assert (tmp_path / "s" / "queue.sqlite").is_file() and local.cache_dir == tmp_path / "s" / "outputs"
+    same = open_store(f"sqlite:///{tmp_path / 's' / 'queue.sqlite'}")
+    opened.append(same)
+    assert same.url == local.url
+    legacy_spec = open_store(f"sqlite:{tmp_path / 's'}")  # the previous release's spelling
+    opened.append(legacy_spec)
+    assert legacy_spec.url == local.url
+    assert store_url("postgresql://u@h:5432/db") == "postgresql+psycopg://u@h:5432/db"
+    assert store_url("postgres://u@h/db") == store_url("postgresql+psycopg://u@h/db") == "postgresql+psycopg://u@h/db"
+    with pytest.raises(ValueError, match="no longer a queue store"):
+        open_store("hub:org/requests,org/TCMQA")
+
+
+_LEGACY_SCHEMA = """
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY, model TEXT NOT NULL, revision TEXT NOT NULL, protocol TEXT NOT NULL,
+  user TEXT NOT NULL, status TEXT NOT NULL, submitted_at REAL, updated_at REAL, attempts INTEGER,
+  claim TEXT, heartbeat_at REAL, progress TEXT, reason TEXT, log_tail TEXT, meta TEXT);
+CREATE UNIQUE INDEX one_live_job ON jobs(model, revision, protocol) WHERE status != 'FAILED';
+CREATE INDEX by_status ON jobs(status, submitted_at);
+CREATE TABLE results (job_id TEXT PRIMARY KEY, row TEXT NOT NULL, recorded_at REAL);
+"""
+
+
+def test_a_store_of_the_previous_release_is_upgraded(tmp_path: Path, opened: list[Store]) -> None:
+    """A SQLite store written before versioning: its jobs, results and outputs files carry over."""
+    root = tmp_path / "space"
+    root.mkdir()
+    con = sqlite3.connect(root / "queue.sqlite")
+    con.executescript(_LEGACY_SCHEMA)
+    con.execute(
+        "INSERT INTO jobs VALUES ('j1', 'org/a', ?, 'v1', 'alice', 'FINISHED', 1.0, 2.0, 1, 'w#1', 1.5, 'done', "
+        "'', '', '{}')",
+        (SHA,),
+    )
+    con.execute(
+        "INSERT INTO jobs VALUES ('j2', 'org/b', ?, 'v1', 'bob', 'PENDING', 3.0, 3.0, 0, '', 0, '', '', '', '{}')",
+        (SHA,),
+    )
+    con.execute("INSERT INTO results VALUES ('j1', ?, 2.0)", (json.dumps(_row("org/a")),))
+    con.commit()
+    con.close()
+    (root / "outputs" / "j1").mkdir(parents=True)
+    [part] = _outputs(root / "outputs" / "j1", "org/a")
+    part.rename(root / "outputs" / "j1" / "part-00000.parquet")
+
+    store = SQLiteStore(root)
+    opened.append(store)
+    assert store.schema_version() == len(MIGRATIONS)
+    assert [(j.id, j.status, j.status_at) for j in store.jobs()] == [("j2", PENDING, 3.0), ("j1", FINISHED, 2.0)]
+    assert store.results() == [_row("org/a")]
+    [pending] = store.unpublished()
+    assert pending.job.id == "j1" and len(pending.outputs) == 1
+    elsewhere = SQLiteStore(root, cache_dir=tmp_path / "elsewhere")
+    opened.append(elsewhere)
+    assert len(pd.read_parquet(elsewhere.outputs_files()[0])) == 2
+    with pytest.raises(DuplicateError):
+        store.submit("org/b", SHA, "v1", "carol")

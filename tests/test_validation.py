@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-import struct
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from fakehub import FakeHub
-from space_fixtures import REFUSALS, SHA, hub_models
+from space_fixtures import REFUSALS, SHA, hub_models, write_folder
 
 from tcmqa.leaderboard.validation import Policy, Rejected, enqueue, submitter, validate
 from tcmqa.models import local_revision
 from tcmqa.store import SQLiteStore
 
-LOCAL = Policy(hosted=False, protocol="v1", max_params_b=8, remote_code_allowlist=frozenset({"trusted/*"}))
+LOCAL = Policy(hosted=False, protocol="v1", max_params_b=8)
 HOSTED = Policy(hosted=True, protocol="v1", max_params_b=8, rate_limit=2)
 
 
@@ -40,13 +39,32 @@ def test_each_refusal_has_its_message(store: SQLiteStore, model: str, revision: 
         ("org/good", "v1.0", SHA),
         ("org/good", SHA, SHA),
         ("org/gated-ok", "", "d" * 40),
-        ("trusted/custom", "", "e" * 40),
         ("org/jinja", "", "f" * 40),
+        ("org/fp8", "", "9" * 40),  # a quantization vLLM loads from the checkpoint alone
     ],
 )
 def test_accepted_pinned_to_sha(store: SQLiteStore, model: str, revision: str, sha: str) -> None:
     accepted = validate(model, revision, user="local", api=hub_models(), store=store, policy=LOCAL)
     assert (accepted.model, accepted.revision, accepted.params_b) == (model, sha, 0.27)
+
+
+def test_the_hubs_spelling_of_the_id_is_stored_so_case_cannot_dodge_duplicates(store: SQLiteStore) -> None:
+    api = hub_models()
+    accepted = validate("ORG/Good", "", user="local", api=api, store=store, policy=LOCAL)
+    assert accepted.model == "org/good"
+    enqueue(accepted, user="local", store=store, policy=LOCAL)
+    with pytest.raises(Rejected, match="already PENDING"):
+        validate("Org/GOOD", "main", user="local", api=api, store=store, policy=LOCAL)
+
+
+def test_every_supported_architecture_loads_without_remote_code() -> None:
+    from transformers.models.auto import modeling_auto
+
+    from tcmqa.leaderboard.validation import SUPPORTED_ARCHITECTURES
+
+    native = set(modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+    native |= set(modeling_auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values())
+    assert native >= SUPPORTED_ARCHITECTURES, sorted(SUPPORTED_ARCHITECTURES - native)
 
 
 def test_duplicate_points_to_job_and_failed_is_resubmittable(store: SQLiteStore) -> None:
@@ -88,25 +106,6 @@ def test_rate_limit_per_user(store: SQLiteStore) -> None:
     old = Policy(hosted=True, protocol="v1", rate_limit=2, rate_window_s=0.001)
     time.sleep(0.01)
     assert validate("org/good", "", user="alice", api=api, store=store, policy=old).revision == SHA
-
-
-def write_folder(
-    path: Path,
-    *,
-    shape: tuple[int, ...] = (1000, 270),
-    template: bool = True,
-    architectures: tuple[str, ...] = ("Gemma3ForCausalLM",),
-    weights: str = "model.safetensors",
-) -> Path:
-    """A model folder with a real safetensors header (the weights themselves are never read)."""
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(json.dumps({"architectures": list(architectures), "model_type": "gemma3_text"}))
-    (path / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}"} if template else {}))
-    header = json.dumps(
-        {"w": {"dtype": "BF16", "shape": list(shape), "data_offsets": [0, 0]}, "__metadata__": {}}
-    ).encode()
-    (path / weights).write_bytes(struct.pack("<Q", len(header)) + header)
-    return path
 
 
 def test_local_folder_counts_params_and_fingerprints(store: SQLiteStore, tmp_path: Path) -> None:

@@ -144,7 +144,7 @@ def test_failure_keeps_reason_and_log_tail(tmp_path: Path, stand_in: str, monkey
     work(store, _cfg(tmp_path, stand_in), "w", once=True)
     failed = store.get(job.id)
     assert failed.status == FAILED and failed.reason == "the harness exited with code 3"
-    assert "CUDA out of memory" in failed.log_tail and "1/10 items" in failed.log_tail
+    assert "CUDA out of memory" in failed.log_tail and "1/1 items" in failed.log_tail
     assert store.results() == []
 
 
@@ -163,7 +163,39 @@ def test_missing_results_json_fails(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s")
     job = store.submit("org/m", SHA, "v1", "u")
     work(store, _cfg(tmp_path, "{python} -c pass"), "w", once=True)
-    assert "no readable results.json" in store.get(job.id).reason
+    assert "no valid results.json" in store.get(job.id).reason
+
+
+def test_a_results_row_off_schema_is_refused(tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STAND_IN_BAD_ROW", "1")  # "full" is a string
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("org/m", SHA, "v1", "u")
+    work(store, _cfg(tmp_path, stand_in), "w", once=True)
+    failed = store.get(job.id)
+    assert failed.status == FAILED and "no valid results.json" in failed.reason and store.results() == []
+
+
+def test_run_folders_are_pruned_to_the_newest(tmp_path: Path, stand_in: str) -> None:
+    store = SQLiteStore(tmp_path / "s")
+    jobs = [store.submit(f"org/m{i}", SHA, "v1", "u") for i in range(4)]
+    assert work(store, _cfg(tmp_path, stand_in, keep_runs=2), "w", once=True) == 4
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted(j.id for j in jobs[-2:])
+    assert len(store.results()) == 4 and len(store.outputs_files()) == 4  # the store keeps the record
+
+
+def test_one_worker_per_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = tmp_path / "gpu.py"
+    script.write_text("import os, sys; open(sys.argv[1], 'a').write(os.environ['CUDA_VISIBLE_DEVICES'] + '\\n')")
+    store_dir = tmp_path / "s"
+    store = SQLiteStore(store_dir)
+    for i in range(6):
+        store.submit(f"org/m{i}", SHA, "v1", "u")
+    seen = tmp_path / "seen.txt"
+    worker = _spawn_worker(store_dir, tmp_path, f"{{python}} {script} {seen}", "--gpus", "0,1", "--once")
+    worker.communicate(timeout=120)
+    # the stand-in writes no results, so every job FAILs; what matters is who ran them
+    assert {j.status for j in store.jobs()} == {FAILED} and len(store.jobs()) == 6
+    assert set(seen.read_text().split()) == {"0", "1"} and len(seen.read_text().split()) == 6
 
 
 def test_sigkill_mid_job_rerun_recorded_once(tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,7 +206,7 @@ def test_sigkill_mid_job_rerun_recorded_once(tmp_path: Path, stand_in: str, monk
     job = store.submit("org/m", SHA, "v1", "u")
     first = _spawn_worker(store_dir, tmp_path, stand_in)
     deadline = time.time() + 60
-    while not (_starts(tmp_path) and "items" in store.get(job.id).progress):
+    while not (_starts(tmp_path) and (tmp_path / "runs" / job.id / "step-1").exists()):
         assert time.time() < deadline, "the first worker never started the harness"
         time.sleep(0.1)
     first.send_signal(signal.SIGKILL)
@@ -191,6 +223,8 @@ def test_sigkill_mid_job_rerun_recorded_once(tmp_path: Path, stand_in: str, monk
     done = store.get(job.id)
     assert (done.status, done.attempts) == (FINISHED, 2), second_log
     assert len(_starts(tmp_path)) == 2 and len(store.results()) == 1 and len(store.outputs_files()) == 1
+    first_start, second_start = (line.split() for line in _starts(tmp_path))
+    assert first_start[3] == "0" and int(second_start[3]) > 0  # the second attempt resumed, not from zero
 
 
 def test_several_workers_run_each_job_once(tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,9 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from tcmqa.schema import DOMAINS, FEATURES, LICENSE, SPLIT
 
 TEMPLATE = Path(__file__).with_name("card_template.md")
-CONFIG_ORDER = ("corpus", "responses", "subset", "outputs", "results")
+BUILT_CONFIGS = ("corpus", "responses", "subset")  # written by `tcmqa build`, declared when they have rows
+APPENDED_CONFIGS = ("outputs", "results")  # appended by the leaderboard's publisher (tcmqa.hub): always declared
+CONFIG_ORDER = BUILT_CONFIGS + APPENDED_CONFIGS
 
 
 def size_category(n: int) -> str:
@@ -28,8 +30,13 @@ def size_category(n: int) -> str:
 
 
 def card_data(counts: dict[str, int]) -> DatasetCardData:
-    """The YAML header: configs (Parquet globs), dataset_info features, license, language, tasks."""
-    configs = [c for c in CONFIG_ORDER if counts.get(c)]
+    """The YAML header: configs (Parquet globs), dataset_info features, license, language, tasks.
+
+    ``outputs`` and ``results`` are declared even before they hold a row: the Space's publisher adds
+    their Parquet files later, commit by commit, so their ``dataset_info`` gives features but no split
+    sizes (a declared size would be stale after the next commit, and ``load_dataset`` checks sizes).
+    """
+    configs = [c for c in BUILT_CONFIGS if counts.get(c)] + list(APPENDED_CONFIGS)
     data = DatasetCardData(
         pretty_name="TCMQA",
         license=LICENSE,
@@ -52,7 +59,9 @@ def card_data(counts: dict[str, int]) -> DatasetCardData:
             c: DatasetInfo(
                 features=FEATURES[c],
                 config_name=c,
-                splits=SplitDict({SPLIT: SplitInfo(name=SPLIT, num_examples=counts[c])}),
+                splits=None
+                if c in APPENDED_CONFIGS
+                else SplitDict({SPLIT: SplitInfo(name=SPLIT, num_examples=counts[c])}),
             )
             for c in configs
         }

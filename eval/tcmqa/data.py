@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from tcmqa.schema import SPLIT
 
@@ -12,16 +14,24 @@ from tcmqa.schema import SPLIT
 def load_config(data: str | Path, config: str, revision: str | None = None) -> datasets.Dataset:
     """Return one config as a Dataset; ``data`` is a Hub id or a local built tree.
 
-    A local tree is passed to ``load_dataset`` as an absolute path: datasets 5.x does not
-    resolve ``"."`` or relative paths to a local repo reliably.
+    A local tree's Parquet files are read as they are, in memory. ``load_dataset`` on a local folder
+    caches what it built under the folder's name and card, not its files (datasets 5.2), so a tree
+    rebuilt in place, or another tree of the same name, would be served stale rows. The features come
+    from the files' schema metadata, which ``tcmqa build`` writes from ``tcmqa.schema``.
     """
     path = Path(data).expanduser()
-    source = str(path.resolve()) if path.exists() else str(data)
+    if path.exists():
+        if revision is not None:
+            raise ValueError(f"a data revision applies to Hub datasets; {data} is a local tree")
+        files = sorted((path / config).glob("*.parquet"))
+        if not files:
+            raise ValueError(f"{data} has no '{config}' config (no {config}/*.parquet). Rebuild it with `tcmqa build`.")
+        return datasets.Dataset(pa.concat_tables(pq.read_table(f) for f in files))
     try:
-        return datasets.load_dataset(source, config, split=SPLIT, revision=revision)
+        return datasets.load_dataset(str(data), config, split=SPLIT, revision=revision)
     except ValueError as err:
         if "BuilderConfig" in str(err) or "not found" in str(err):
-            raise ValueError(f"{data} has no '{config}' config ({err}). Rebuild it with `tcmqa build`.") from err
+            raise ValueError(f"{data} has no '{config}' config ({err}). Check the dataset id and revision.") from err
         raise
 
 

@@ -386,6 +386,7 @@ class PaperFigure:
     title: str
     data: Callable[[Study], dict]
     draw: Callable[[dict], Figure]
+    practitioners: bool = False  # drawn against the practitioners' subset: needs practitioner data
 
     def full_title(self, marker: str = "") -> str:
         """``Figure N. title``, led by ``[marker]`` when one is given (the report passes ``SIMULATED``)."""
@@ -411,19 +412,31 @@ FIGURES: dict[str, PaperFigure] = {
         "Models against the practitioner majority (subset)",
         models_vs_practitioners_data,
         models_vs_practitioners_draw,
+        practitioners=True,
     ),
-    "fig5_domains": PaperFigure(5, "Per-domain accuracy", accuracy_by_domain_data, accuracy_by_domain_draw),
+    "fig5_domains": PaperFigure(
+        5, "Per-domain accuracy", accuracy_by_domain_data, accuracy_by_domain_draw, practitioners=True
+    ),
     "fig6_consensus": PaperFigure(
-        6, "Accuracy by practitioner consensus", accuracy_by_consensus_data, accuracy_by_consensus_draw
+        6,
+        "Accuracy by practitioner consensus",
+        accuracy_by_consensus_data,
+        accuracy_by_consensus_draw,
+        practitioners=True,
     ),
     "fig7_difficulty": PaperFigure(
         7,
         "Accuracy across practitioner-rated difficulty (median of three ratings)",
         accuracy_by_difficulty_data,
         accuracy_by_difficulty_draw,
+        practitioners=True,
     ),
     "fig8_quadrants": PaperFigure(
-        8, "Outcomes against the practitioner majority", outcome_quadrants_data, outcome_quadrants_draw
+        8,
+        "Outcomes against the practitioner majority",
+        outcome_quadrants_data,
+        outcome_quadrants_draw,
+        practitioners=True,
     ),
     "fig13_margin": PaperFigure(
         13, "Accuracy by confidence margin (quantile bins)", accuracy_by_margin_data, accuracy_by_margin_draw

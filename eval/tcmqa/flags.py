@@ -14,6 +14,8 @@ A ``bool`` field is a switch; a field without a default is a required flag.
 >>> add_flags(parser, Demo)
 >>> from_args(Demo, parser.parse_args(["--model", "m", "--limit", "3", "--resume"]))
 Demo(model='m', limit=3, resume=True)
+>>> to_argv(Demo(model="m", limit=3, resume=True))
+['--model', 'm', '--limit', '3', '--resume']
 """
 
 from __future__ import annotations
@@ -67,3 +69,16 @@ def from_args(cls: type[T], args: argparse.Namespace, **overrides: Any) -> T:
     """The config the parsed flags describe; fields without a flag keep their defaults."""
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
     return cls(**{**values, **overrides})
+
+
+def to_argv(config: Any) -> list[str]:
+    """The flags that rebuild ``config`` (fields left at None or False are left out)."""
+    argv: list[str] = []
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        flag = "--" + field.name.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is not None and value is not False:
+            argv += [flag, str(value)]
+    return argv

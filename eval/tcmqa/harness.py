@@ -25,9 +25,9 @@ from tcmqa import flags, prompts
 from tcmqa import outputs as outputs_mod
 from tcmqa.engines import DTYPES, ENGINES, Engine, load_engine
 from tcmqa.models import count_parameters
+from tcmqa.outputs import MANIFEST
 from tcmqa.schema import HUB_ID, RESULT_COLUMNS
 
-MANIFEST = "run.json"
 STAGES = ("load", "render", "generate", "score", "write")
 
 
@@ -113,8 +113,9 @@ def model_name(config: EvalConfig) -> str:
     return path.resolve().name if path.is_dir() else config.model
 
 
-def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any]:
-    """The items to evaluate, in corpus order (flagged items excluded), and the subset table or None."""
+def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]]:
+    """The items to evaluate, in corpus order (flagged items excluded), the subset table or None, and
+    the whole scorable corpus they were drawn from (every unflagged item, before --subset-only/--limit)."""
     from tcmqa.data import has_config, load_config
 
     corpus = load_config(config.data, "corpus", config.data_revision)
@@ -126,7 +127,8 @@ def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any]:
             f"--subset-only needs a 'subset' config and {config.data} has none; rebuild it with "
             "`tcmqa build --platform-db ...`"
         )
-    items = [item for item in corpus.to_list() if not item["flagged"]]
+    scorable = [item for item in corpus.to_list() if not item["flagged"]]
+    items = scorable
     if config.subset_only:
         wanted = set(subset["item_id"])
         items = [item for item in items if item["id"] in wanted]
@@ -134,16 +136,44 @@ def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any]:
         items = items[: config.limit]
     if not items:
         raise SystemExit(f"no items to evaluate in {config.data} (after --subset-only/--limit)")
-    return items, subset
+    return items, subset, scorable
 
 
 def data_fingerprint(items: list[dict[str, Any]]) -> str:
-    """Hash of what the model is asked and scored against, in order."""
+    """Hash of what the model is asked and scored against, in order.
+
+    The results row carries the fingerprint of the whole scorable corpus (every unflagged item), so a
+    --limit run and a full run on the same data share it; the run manifest carries that of the items
+    this run evaluates, so that --resume continues only the same selection.
+    """
     digest = hashlib.sha256()
     for item in items:
         fields = [item["id"], item["question"], item["options"], item["answer"], item["answer_type"]]
         digest.update(json.dumps(fields, ensure_ascii=False, sort_keys=True).encode())
     return digest.hexdigest()[:16]
+
+
+def data_facts(config: EvalConfig, scorable: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the results row says about the data: where, which revision, its fingerprint and size."""
+    return {
+        "data": str(config.data),
+        "data_revision": resolve_data_revision(config.data, config.data_revision),
+        "data_fingerprint": data_fingerprint(scorable),
+        "n_corpus": len(scorable),
+    }
+
+
+def resolve_data_revision(data: str, revision: str | None) -> str | None:
+    """The Hub dataset's commit sha for ``revision``; as requested for a local tree or when the Hub
+    cannot be asked (offline)."""
+    if Path(data).expanduser().exists():
+        return revision
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(data, revision=revision).sha or revision
+    except Exception:  # offline, or no access: the fingerprint still identifies the data
+        return revision
 
 
 def read_template(config: EvalConfig) -> str | None:
@@ -200,7 +230,7 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
     """Evaluate; ``engine`` lets a caller reuse a loaded engine (it must match ``config``)."""
     watch = Stopwatch()
     with watch("load"):
-        items, subset = select_items(config)
+        items, subset, scorable = select_items(config)
         if config.dry_run:
             dry_run(config, items)
             return Report({}, Path(), 0)
@@ -255,14 +285,19 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
             bar.update(len(chunk))
 
     with watch("write"):
-        results = summarise(out, items, subset, engine, config)
+        results = summarise(out, items, subset, engine, config, data_facts(config, scorable))
     return Report(results, out, generated, dict(watch.seconds))
 
 
 def summarise(
-    out: Path, items: list[dict[str, Any]], subset: Any, engine: Engine, config: EvalConfig
+    out: Path,
+    items: list[dict[str, Any]],
+    subset: Any,
+    engine: Engine,
+    config: EvalConfig,
+    data: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Check the run is complete and exact, then write the results row."""
+    """Check the run is complete and exact, then write the results row (``data``: :func:`data_facts`)."""
     from tcmqa.results import results_row
 
     frame = outputs_mod.read_outputs(out)
@@ -277,6 +312,7 @@ def summarise(
         engine=facts["engine"],
         engine_version=facts["engine_version"],
         dtype=facts["dtype"],
+        **(data or {}),
     )
     (out / outputs_mod.RESULTS_FILE).write_text(json.dumps(results, ensure_ascii=False, indent=1))
     return results

@@ -23,6 +23,7 @@ from tcmqa_metric import LETTERS, parse_text, score
 
 OUTPUTS_DIR = "outputs"  # a run folder: OUTPUTS_DIR/part-NNNNN.parquet and RESULTS_FILE
 RESULTS_FILE = "results.json"
+MANIFEST = "run.json"  # what was run, so that --resume continues only the same run
 _SCHEMA: pa.Schema = OUTPUTS.arrow_schema
 
 

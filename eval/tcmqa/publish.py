@@ -1,4 +1,10 @@
-"""``tcmqa publish``: validate a built tree, then upload it to the Hub in one commit."""
+"""``tcmqa publish``: validate a built tree, then upload it to the Hub in one commit.
+
+The dataset repo has two owners: ``tcmqa build`` (this command) owns the ``corpus``, ``responses``
+and ``subset`` configs and the card; the leaderboard's publisher (``tcmqa.hub``) appends the
+``outputs`` and ``results`` configs, one file per evaluation. A publish replaces the built configs'
+shards and never touches ``outputs/`` or ``results/``.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from datasets import Features
 from huggingface_hub import DatasetCard, HfApi
 
 from tcmqa.build import REPORT_NAME
+from tcmqa.card import APPENDED_CONFIGS, BUILT_CONFIGS
 from tcmqa.schema import FEATURES, RATERS_PER_ITEM
 from tcmqa_metric import LETTERS
 
@@ -45,7 +52,8 @@ def validate_tree(tree: str | Path) -> list[str]:
             continue
         features, rows[name] = _read(tree / name)
         if features is None:
-            problems.append(f"config '{name}' is declared but {tree / name} has no Parquet files")
+            if name not in APPENDED_CONFIGS:  # outputs/results are declared for the Space to append to
+                problems.append(f"config '{name}' is declared but {tree / name} has no Parquet files")
         elif features != FEATURES[name]:
             problems.append(
                 f"config '{name}': Parquet columns {sorted(features)} do not match the "
@@ -89,8 +97,8 @@ def publish(
 ) -> str | None:
     """Upload ``tree`` to the dataset repo ``repo_id`` in one commit; returns the commit URL.
 
-    Stale Parquet shards on the Hub are deleted in the same commit, so the repo ends up
-    holding exactly the tree.
+    Stale shards of the built configs (``delete_patterns``) are deleted in the same commit, so those
+    configs end up holding exactly the tree; the Space's ``outputs/`` and ``results/`` stay.
     """
     problems = validate_tree(tree)
     if problems:
@@ -104,9 +112,19 @@ def publish(
         repo_id=repo_id,
         repo_type="dataset",
         commit_message="Build TCMQA configs with `tcmqa build`",
-        delete_patterns=["*/*.parquet"],
+        delete_patterns=delete_patterns(),
     )
     return getattr(commit, "commit_url", str(commit))
+
+
+def delete_patterns() -> list[str]:
+    """The Hub files a publish replaces: the shards of the configs ``tcmqa build`` owns, and no others.
+
+    ``upload_folder`` matches these with ``fnmatch``, where ``*`` crosses ``/`` (``*/*.parquet`` would
+    match ``results/…`` and ``outputs/…`` too), so every pattern is anchored on its config's folder.
+    A built config absent from the tree is deleted too: the card no longer declares it.
+    """
+    return [f"{config}/*.parquet" for config in BUILT_CONFIGS]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,6 +144,7 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"{args.tree} is valid; would upload {len(files)} files to {args.repo} in one commit:")
         print("\n".join(f"  {f}" for f in files))
+        print(f"replacing the Hub's files matching {', '.join(delete_patterns())}; outputs/ and results/ stay")
     else:
         print(f"published {len(files)} files to {args.repo}: {url}")
     return 0

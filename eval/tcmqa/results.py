@@ -2,13 +2,18 @@
 
 Every number is an aggregate of per-row values the metric module computed when the rows were built,
 so the row can be recomputed from the ``outputs`` config alone. Accuracies and P/R/F1 are percentages;
-the mean predicted size is a count of letters; the confidence gap is in nats.
+the mean predicted size is a count of letters; the confidence gap is in nats. The row also says what
+it was computed on (data, data revision, data fingerprint, corpus size and coverage, protocol): two
+rows are comparable only on the same data fingerprint and protocol with full coverage.
+
+Model families are spelled one way everywhere (:func:`canonical_family`): as the paper spells them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +44,67 @@ def confidence_gap(
     return float(capped[correct].mean() - capped[~correct].mean())
 
 
+# Model lines as the paper spells them (tcmqa/data/reported.csv: Gemma3, OLMo2, Qwen2.5, ...), keyed by
+# the lower-case stem of a Hub ``config.model_type`` or of a model's name.
+FAMILY_NAMES: dict[str, str] = {
+    "qwen": "Qwen",
+    "gemma": "Gemma",
+    "olmo": "OLMo",
+    "llama": "Llama",
+    "mistral": "Mistral",
+    "ministral": "Ministral",
+    "phi": "Phi",
+    "smollm": "SmolLM",
+    "granite": "Granite",
+    "internlm": "InternLM",
+    "deepseek": "DeepSeek",
+    "glm": "GLM",
+    "falcon": "Falcon",
+}
+# Lines whose minor releases are families of their own (Qwen1.5, Qwen2.5, Qwen3.5); elsewhere the
+# major version names the family (Llama-3.1 and Llama-3.2 are Llama3).
+MINOR_VERSION_FAMILIES = frozenset({"Qwen"})
+_TYPE = re.compile(r"([a-z]+)[-_ ]?(\d+(?:[._]\d+)?)?")
+# a stem then a version in a model's name; "qwen-7b" or "gemma-2b" name a size, not a version
+_NAMED = re.compile(rf"(?<![a-z])({'|'.join(FAMILY_NAMES)})[-_ ]?(\d+(?:[._]\d+)?)(?![\d.]|[bm](?![a-z]))")
+
+
+def _family_name(stem: str, version: str | None) -> str:
+    name = FAMILY_NAMES[stem]
+    if not version:
+        return name
+    version = version.replace("_", ".")
+    return name + (version if name in MINOR_VERSION_FAMILIES else version.split(".")[0])
+
+
+def canonical_family(model_type: str | None = None, model_id: str | None = None) -> str:
+    """A model's family as the paper spells it, from a Hub ``config.model_type`` and/or a model id.
+
+    ``model_type`` gives the line (``qwen2``, ``gemma3_text``, ``llama``, ``olmo2``); the model id's
+    name refines its release where the name says one and the architecture agrees (Qwen1.5 and
+    Qwen2.5 models declare ``qwen2``). A family already spelled canonically maps to itself; a type
+    outside the known lines is returned as given; nothing known gives ``"unknown"``.
+
+    >>> canonical_family("qwen2"), canonical_family("gemma3_text"), canonical_family("olmo2")
+    ('Qwen2', 'Gemma3', 'OLMo2')
+    >>> canonical_family("qwen2", "Qwen/Qwen2.5-7B-Instruct"), canonical_family("qwen2", "Qwen/Qwen1.5-4B-Chat")
+    ('Qwen2.5', 'Qwen1.5')
+    >>> canonical_family("llama", "meta-llama/Llama-3.1-8B-Instruct"), canonical_family("llama")
+    ('Llama3', 'Llama')
+    >>> canonical_family("Qwen2.5"), canonical_family("gemma", "google/gemma-2b-it"), canonical_family("gpt_oss")
+    ('Qwen2.5', 'Gemma', 'gpt_oss')
+    """
+    typed = _TYPE.match(model_type.strip().lower()) if model_type and model_type.strip() else None
+    if typed and typed[1] not in FAMILY_NAMES:
+        typed = None
+    named = _NAMED.search(model_id.rsplit("/", 1)[-1].lower()) if model_id else None
+    if named and ((typed is None and not model_type) or (typed and typed[1] == named[1])):
+        return _family_name(named[1], named[2])
+    if typed:
+        return _family_name(typed[1], typed[2])
+    return model_type.strip() if model_type and model_type.strip() else "unknown"
+
+
 def _percent(values: pd.Series) -> float | None:
     return float(values.mean()) * 100 if len(values) else None
 
@@ -60,8 +126,16 @@ def results_row(
     engine_version: str | None = None,
     dtype: str | None = None,
     date: str | None = None,
+    data: str | None = None,
+    data_revision: str | None = None,
+    data_fingerprint: str | None = None,
+    n_corpus: int | None = None,
 ) -> dict[str, Any]:
     """One ``RESULTS`` row for the model whose output rows are given.
+
+    ``data``, ``data_revision`` and ``data_fingerprint`` say what the items were drawn from, and
+    ``n_corpus`` how many scorable items it holds (the harness fills all four): coverage is the share
+    of them that was scored, in percent. ``family`` is spelled canonically (:func:`canonical_family`).
 
     Subset accuracy and Δ human use the items of ``subset`` (with ``item_id`` and
     ``majority_correct``) that were evaluated; the human reference is the practitioners' majority
@@ -82,7 +156,7 @@ def results_row(
     human = _percent(on_subset["majority_correct"]) if len(on_subset) else PAPER_HUMAN_REFERENCE
     row = {
         "model": _single_value(outputs, "model"),
-        "family": family,
+        "family": canonical_family(family) if family else None,
         "params_b": params_b,
         "origin": "evaluated",
         "full": _percent(outputs["correct"]),
@@ -107,6 +181,11 @@ def results_row(
         "dtype": dtype,
         "protocol": _single_value(outputs, "protocol"),
         "date": date or dt.datetime.now(dt.timezone.utc).date().isoformat(),
+        "data": data,
+        "data_revision": data_revision,
+        "data_fingerprint": data_fingerprint,
+        "n_corpus": n_corpus,
+        "coverage": 100 * len(outputs) / n_corpus if n_corpus else None,
     }
     row = {key: (None if isinstance(value, float) and math.isnan(value) else value) for key, value in row.items()}
     if set(row) != set(RESULTS):

@@ -198,6 +198,28 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
     ResultColumn("protocol", "Protocol", "string", doc="protocol version of tcmqa.prompts"),
     ResultColumn("date", "Date", "string", doc="UTC date of the evaluation"),
     ResultColumn(
+        "coverage",
+        "Coverage (%)",
+        "float32",
+        doc="items scored as a share of the scorable corpus (n / n_corpus), percent; 100 for a full run",
+    ),
+    ResultColumn(
+        "data_fingerprint",
+        "Data fingerprint",
+        "string",
+        doc="fingerprint of the whole scorable corpus the items were drawn from (every unflagged item, "
+        "tcmqa.harness.data_fingerprint): a --limit run and a full run on the same data share it",
+    ),
+    ResultColumn("data", "Data", "string", doc="the dataset it ran on: a Hub dataset id or a built tree's path"),
+    ResultColumn(
+        "data_revision",
+        "Data revision",
+        "string",
+        board=False,
+        doc="the dataset's commit sha on the Hub (as resolved, else as requested); null for a local tree",
+    ),
+    ResultColumn("n_corpus", "Corpus items", "int32", board=False, doc="scorable (unflagged) items in that corpus"),
+    ResultColumn(
         "human_reference",
         "Human ref.",
         "float32",

@@ -1,35 +1,45 @@
-"""The evaluation queue and its results: one interface, an embedded SQLite store and a Hub store.
+"""The evaluation queue, its results and the publication outbox: one store on SQLite or PostgreSQL.
 
 The web process enqueues and reads; workers (other processes, maybe other machines) claim, heartbeat
-and record. Every state change is atomic so that two workers never both run a job and a job that is
-re-run after a crash is recorded exactly once: a claim carries a token, and heartbeat/finish/fail
-only succeed while the job is still RUNNING under that token. Results and outputs are keyed by job id,
-so a repeated write replaces rather than duplicates.
+and record; a publisher copies finished evaluations to the Hub. Every state change is one database
+transaction, so two workers never both run a job and a job re-run after a crash is recorded exactly
+once: a claim carries a token, and heartbeat/finish/fail only succeed while the job is still RUNNING
+under that token. ``finish`` stores the results row, the outputs Parquet bytes and an unpublished
+publication in the same transaction, so workers on other machines need no shared disk and a
+finished evaluation is never lost between the queue and the Hub.
 
-    sqlite:  a directory holding queue.sqlite (WAL) and outputs/<job id>/part-*.parquet
-    hub:     requests/<job id>.json in a requests dataset repo; results/<job id>.parquet and
-             outputs/<job id>-part-*.parquet in the benchmark dataset repo (its results/outputs configs)
+    open_store(".cache/space")                     SQLite: <dir>/queue.sqlite (WAL); outputs cached in <dir>/outputs
+    open_store("sqlite:////abs/dir/queue.sqlite")  the same, naming the file (SQLAlchemy URL: 4 slashes = absolute)
+    open_store("postgresql://user@host:5432/db")   PostgreSQL (psycopg 3); outputs cached in $TCMQA_CACHE/store-outputs
+
+One implementation serves both dialects (SQLAlchemy Core); they differ in three small places: how a
+writing transaction begins (SQLite ``BEGIN IMMEDIATE``; PostgreSQL row locks with ``FOR UPDATE SKIP
+LOCKED`` and an advisory lock around submissions), the partial-index syntax, and the upsert. The schema
+is versioned (table ``schema_version``) and migrated in order when a store is opened.
 """
 
 from __future__ import annotations
 
-import abc
+import calendar
+import contextlib
 import dataclasses
-import io
+import hashlib
 import json
 import os
-import random
 import shutil
-import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
 LIVE = (PENDING, RUNNING, FINISHED)  # a (model, revision, protocol) in one of these is not resubmittable
+IMPORTED_USER = "hub"  # the submitter recorded for results imported from the Hub
 
 
 class DuplicateError(Exception):
@@ -40,9 +50,20 @@ class DuplicateError(Exception):
         self.job = job
 
 
+class RateLimited(Exception):
+    """The user already has ``limit`` submissions within the last ``window_s`` seconds."""
+
+    def __init__(self, count: int, limit: int, window_s: float):
+        super().__init__(f"{count} submissions in the last {window_s / 3600:g} h; the limit is {limit}")
+        self.count, self.limit, self.window_s = count, limit, window_s
+
+
 @dataclasses.dataclass
 class Job:
-    """One submission and its life in the queue; ``claim`` identifies the attempt that owns it."""
+    """One submission and its life in the queue; ``claim`` identifies the attempt that owns it.
+
+    ``updated_at`` moves with every write (heartbeats included); ``status_at`` only when the status changes.
+    """
 
     id: str
     model: str
@@ -59,6 +80,7 @@ class Job:
     reason: str = ""
     log_tail: str = ""
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    status_at: float = 0.0
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), ensure_ascii=False, sort_keys=True)
@@ -68,183 +90,400 @@ class Job:
         return cls(**json.loads(text))
 
 
+@dataclasses.dataclass
+class Publication:
+    """A finished evaluation waiting for the Hub: its job, results row and outputs Parquet parts."""
+
+    job: Job
+    row: dict[str, Any]
+    outputs: list[bytes]
+    attempts: int = 0  # failed publication attempts so far
+    last_error: str = ""
+
+
 def new_job(model: str, revision: str, protocol: str, user: str, meta: dict[str, Any] | None = None) -> Job:
     now = time.time()
     job_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + uuid.uuid4().hex[:8]
-    return Job(job_id, model, revision, protocol, user, PENDING, now, now, meta=dict(meta or {}))
-
-
-class Store(abc.ABC):
-    """What the Space and the workers need from a queue; both implementations pass one contract test."""
-
-    @abc.abstractmethod
-    def submit(self, model: str, revision: str, protocol: str, user: str, meta: dict[str, Any] | None = None) -> Job:
-        """Enqueue a PENDING job, or raise DuplicateError pointing at the live one."""
-
-    @abc.abstractmethod
-    def jobs(self) -> list[Job]:
-        """Every job, newest first."""
-
-    def get(self, job_id: str) -> Job | None:
-        return next((job for job in self.jobs() if job.id == job_id), None)
-
-    def find(self, model: str, revision: str, protocol: str) -> Job | None:
-        """The live (pending, running or finished) job for this key, if any."""
-        return next(
-            (
-                j
-                for j in self.jobs()
-                if (j.model, j.revision, j.protocol) == (model, revision, protocol) and j.status in LIVE
-            ),
-            None,
-        )
-
-    def submitted_since(self, user: str, since: float) -> int:
-        return sum(1 for job in self.jobs() if job.user == user and job.submitted_at >= since)
-
-    @abc.abstractmethod
-    def claim(self, worker: str) -> Job | None:
-        """Atomically move the oldest PENDING job to RUNNING for this worker, or return None."""
-
-    @abc.abstractmethod
-    def heartbeat(self, job: Job, progress: str = "") -> bool:
-        """Refresh the claim; False if this attempt no longer owns the job (stop working on it)."""
-
-    @abc.abstractmethod
-    def finish(self, job: Job, row: dict[str, Any], outputs: list[Path]) -> bool:
-        """Record the results row and outputs and mark FINISHED; False if the claim was lost."""
-
-    @abc.abstractmethod
-    def fail(self, job: Job, reason: str, log_tail: str = "") -> bool:
-        """Mark FAILED with a reason the submitter can read; False if the claim was lost."""
-
-    @abc.abstractmethod
-    def requeue_stale(self, stale_after: float, max_attempts: int) -> list[Job]:
-        """Re-queue RUNNING jobs whose heartbeat is older than ``stale_after`` s; FAIL those out of attempts."""
-
-    @abc.abstractmethod
-    def results(self) -> list[dict[str, Any]]:
-        """Every recorded results row."""
-
-    @abc.abstractmethod
-    def outputs_files(self) -> list[Path]:
-        """Local paths of every recorded per-item outputs Parquet file."""
-
-    @abc.abstractmethod
-    def version(self) -> str:
-        """Changes whenever results change, so readers can cache."""
+    return Job(job_id, model, revision, protocol, user, PENDING, now, now, meta=dict(meta or {}), status_at=now)
 
 
 def _stale_verdict(job: Job, max_attempts: int, now: float) -> Job:
     """The requeued or failed version of a job whose worker went silent."""
     if job.attempts >= max_attempts:
         reason = f"the worker stopped responding on {job.attempts} attempt(s); giving up after {max_attempts}"
-        return dataclasses.replace(job, status=FAILED, claim="", reason=reason, updated_at=now)
-    return dataclasses.replace(
-        job, status=PENDING, claim="", progress="re-queued: worker stopped responding", updated_at=now
-    )
+        return dataclasses.replace(job, status=FAILED, claim="", reason=reason, updated_at=now, status_at=now)
+    progress = "re-queued: worker stopped responding"
+    return dataclasses.replace(job, status=PENDING, claim="", progress=progress, updated_at=now, status_at=now)
 
 
 # ------------------------------------------------------------------------------------------------
-# SQLite: the embedded default
+# Schema: the latest shape (what queries use) and the ordered migrations that build it
 # ------------------------------------------------------------------------------------------------
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-  id TEXT PRIMARY KEY, model TEXT NOT NULL, revision TEXT NOT NULL, protocol TEXT NOT NULL,
-  user TEXT NOT NULL, status TEXT NOT NULL, submitted_at REAL, updated_at REAL, attempts INTEGER,
-  claim TEXT, heartbeat_at REAL, progress TEXT, reason TEXT, log_tail TEXT, meta TEXT);
-CREATE UNIQUE INDEX IF NOT EXISTS one_live_job ON jobs(model, revision, protocol) WHERE status != 'FAILED';
-CREATE INDEX IF NOT EXISTS by_status ON jobs(status, submitted_at);
-CREATE TABLE IF NOT EXISTS results (job_id TEXT PRIMARY KEY, row TEXT NOT NULL, recorded_at REAL);
-"""
-_COLUMNS = [f.name for f in dataclasses.fields(Job)]
+_meta = sa.MetaData()
+_T, _F = sa.Text, sa.Double
+jobs_t = sa.Table(
+    "jobs",
+    _meta,
+    sa.Column("id", _T, primary_key=True),
+    sa.Column("model", _T, nullable=False),
+    sa.Column("revision", _T, nullable=False),
+    sa.Column("protocol", _T, nullable=False),
+    sa.Column("user", _T, nullable=False),
+    sa.Column("status", _T, nullable=False),
+    sa.Column("submitted_at", _F),
+    sa.Column("updated_at", _F),
+    sa.Column("attempts", sa.Integer),
+    sa.Column("claim", _T),
+    sa.Column("heartbeat_at", _F),
+    sa.Column("progress", _T),
+    sa.Column("reason", _T),
+    sa.Column("log_tail", _T),
+    sa.Column("meta", _T),
+    sa.Column("status_at", _F, nullable=False, server_default="0"),
+)
+results_t = sa.Table(
+    "results",
+    _meta,
+    sa.Column("job_id", _T, primary_key=True),
+    sa.Column("row", _T, nullable=False),
+    sa.Column("recorded_at", _F),
+)
+outputs_t = sa.Table(
+    "outputs",
+    _meta,
+    sa.Column("job_id", _T, primary_key=True),
+    sa.Column("part", sa.Integer, primary_key=True),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+)
+publications_t = sa.Table(
+    "publications",
+    _meta,
+    sa.Column("job_id", _T, primary_key=True),
+    sa.Column("created_at", _F, nullable=False),
+    sa.Column("next_try_at", _F, nullable=False),
+    sa.Column("published_at", _F),
+    sa.Column("hub_commit", _T),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("last_error", _T),
+)
+state_t = sa.Table("state", _meta, sa.Column("key", _T, primary_key=True), sa.Column("value", _T, nullable=False))
+version_t = sa.Table("schema_version", _meta, sa.Column("version", sa.Integer, nullable=False))
+_JOB_COLUMNS = [f.name for f in dataclasses.fields(Job)]
 
 
-class SQLiteStore(Store):
-    """A local directory: queue.sqlite in WAL mode (many readers, one writer) and the outputs files.
+def _partial_index(name: str, table: sa.Table, columns: list[str], where: str, unique: bool = False) -> sa.Index:
+    """One partial index in both dialects (they spell the WHERE option differently)."""
+    clause = sa.text(where)
+    return sa.Index(name, *(table.c[c] for c in columns), unique=unique, sqlite_where=clause, postgresql_where=clause)
 
-    Each write is one ``BEGIN IMMEDIATE`` transaction, so claims from several worker processes
-    serialize on SQLite's write lock; the partial unique index makes duplicate refusal atomic.
+
+def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.Column]:
+    """Fresh columns like ``table``'s, for an older version of it."""
+    return [
+        sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable, server_default=c.server_default)
+        for c in table.columns
+        if c.name not in leave_out
+    ]
+
+
+# Every index of the latest schema (a migration creates each when its version introduces it).
+_partial_index("one_live_job", jobs_t, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
+sa.Index("by_status", jobs_t.c.status, jobs_t.c.submitted_at)
+sa.Index("by_user", jobs_t.c.user, jobs_t.c.submitted_at)
+sa.Index("by_status_at", jobs_t.c.status_at)
+_partial_index("unpublished", publications_t, ["next_try_at"], "published_at IS NULL")
+
+
+def _migration_1(conn: Connection, store: Store) -> None:
+    """The original queue: jobs and results (an existing pre-versioning SQLite store is this version)."""
+    legacy = sa.MetaData()
+    jobs = sa.Table("jobs", legacy, *_column_copies(jobs_t, leave_out={"status_at"}))
+    results = sa.Table("results", legacy, *_column_copies(results_t))
+    _partial_index("one_live_job", jobs, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
+    sa.Index("by_status", jobs.c.status, jobs.c.submitted_at)
+    legacy.create_all(conn, tables=[jobs, results], checkfirst=True)
+
+
+def _migration_2(conn: Connection, store: Store) -> None:
+    """Status times (mirrors), outputs bytes in the database, the publication outbox, a key-value state.
+
+    An existing SQLite store's outputs files (``<dir>/outputs/<job id>/part-*.parquet``) are loaded into
+    the database and its finished jobs become unpublished publications.
+    """
+    conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN status_at DOUBLE PRECISION NOT NULL DEFAULT 0"))
+    conn.execute(sa.text("UPDATE jobs SET status_at = COALESCE(updated_at, 0)"))
+    for table in (outputs_t, publications_t, state_t):
+        table.create(conn, checkfirst=True)  # with their indexes
+    for index in jobs_t.indexes:
+        if index.name in ("by_user", "by_status_at"):
+            index.create(conn)
+    finished = conn.execute(
+        sa.select(results_t.c.job_id, results_t.c.recorded_at)
+        .join(jobs_t, jobs_t.c.id == results_t.c.job_id)
+        .where(jobs_t.c.status == FINISHED)
+    ).all()
+    for job_id, recorded_at in finished:
+        when = recorded_at or time.time()
+        conn.execute(sa.insert(publications_t).values(job_id=job_id, created_at=when, next_try_at=when, attempts=0))
+        legacy_dir = store.root / "outputs" / job_id if store.root is not None else None
+        if legacy_dir is not None and legacy_dir.is_dir():
+            for part, path in enumerate(sorted(legacy_dir.glob("part-*.parquet"))):
+                conn.execute(sa.insert(outputs_t).values(job_id=job_id, part=part, data=path.read_bytes()))
+
+
+MIGRATIONS: list[Callable[[Connection, Store], None]] = [_migration_1, _migration_2]  # version i+1 = MIGRATIONS[i]
+_SUBMIT_LOCK = 0x74636D71  # PostgreSQL advisory lock keys ("tcmq")
+_MIGRATE_LOCK = _SUBMIT_LOCK + 1
+
+
+# ------------------------------------------------------------------------------------------------
+# The store
+# ------------------------------------------------------------------------------------------------
+
+
+def store_url(spec: str | os.PathLike) -> str:
+    """The SQLAlchemy URL for a store spec: a URL (sqlite/postgresql) or a bare directory (SQLite inside it)."""
+    spec = str(spec)
+    if spec.startswith("hub:"):
+        raise ValueError(
+            f"{spec!r}: the Hub is no longer a queue store; use a SQLite directory or a postgresql:// URL "
+            "(finished evaluations are published to the Hub by the publisher)"
+        )
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if spec.startswith(prefix):
+            return "postgresql+psycopg://" + spec.removeprefix(prefix)
+    if spec.startswith("sqlite://"):
+        return spec
+    directory = Path(spec.removeprefix("sqlite:")).expanduser().resolve()  # a bare "sqlite:DIR" as before
+    return f"sqlite:///{directory / 'queue.sqlite'}"
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("TCMQA_CACHE") or Path.home() / ".cache" / "tcmqa")
+
+
+class Store:
+    """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
+
+    Each process opens its own ``Store`` (and so its own engine); every method is one short
+    transaction. ``cache_dir`` is where ``outputs_files`` materialises outputs for local readers.
     """
 
-    def __init__(self, root: str | Path):
-        self.root = Path(root).expanduser()
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.db = self.root / "queue.sqlite"
-        self.outputs_root = self.root / "outputs"
-        con = self._connect()
-        try:
-            con.executescript(_SCHEMA)
-        finally:
-            con.close()
+    def __init__(self, url: str | os.PathLike, *, cache_dir: str | Path | None = None):
+        self.url = store_url(url)
+        parsed = sa.engine.make_url(self.url)
+        self.dialect = parsed.get_backend_name()
+        if self.dialect == "sqlite":
+            if not parsed.database or parsed.database == ":memory:":
+                raise ValueError("a SQLite store needs a file (each process opens its own connection)")
+            db = Path(parsed.database)
+            db.parent.mkdir(parents=True, exist_ok=True)
+            self.root: Path | None = db.parent
+            self.cache_dir = Path(cache_dir or db.parent / "outputs").expanduser()
+            self._writer = self._sqlite_engine(db, "BEGIN IMMEDIATE")
+            self._reader = self._sqlite_engine(db, "BEGIN")
+        elif self.dialect == "postgresql":
+            self.root = None
+            where = hashlib.sha1(parsed.render_as_string(hide_password=True).encode()).hexdigest()[:12]
+            self.cache_dir = Path(cache_dir or _cache_root() / "store-outputs" / where).expanduser()
+            self._writer = self._reader = sa.create_engine(
+                self.url, pool_pre_ping=True, pool_size=4, max_overflow=16, pool_recycle=1800
+            )
+        else:
+            raise ValueError(f"{self.url}: only sqlite and postgresql stores are supported")
+        self._migrate()
 
-    def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self.db, timeout=60, isolation_level=None)
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA busy_timeout=60000")
-        con.row_factory = sqlite3.Row
-        return con
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        con = self._connect()
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            yield con
-            con.execute("COMMIT")
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
-        finally:
-            con.close()
-
+    # -- connections ------------------------------------------------------------------------------
     @staticmethod
-    def _job(row: sqlite3.Row) -> Job:
-        values = dict(row)
+    def _sqlite_engine(db: Path, begin: str) -> Engine:
+        """One connection per transaction (NullPool); WAL, a generous busy timeout, and our own BEGIN."""
+        engine = sa.create_engine(f"sqlite:///{db}", poolclass=sa.NullPool, connect_args={"timeout": 60})
+
+        @sa.event.listens_for(engine, "connect")
+        def _connect(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None  # the driver's own transaction handling is off: we BEGIN
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA busy_timeout=60000")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            conn.exec_driver_sql(begin)
+
+        return engine
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A writing transaction: SQLite takes its write lock at BEGIN; PostgreSQL locks rows as it goes."""
+        with self._writer.begin() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._reader.begin() as conn:
+            yield conn
+
+    def _lock(self, conn: Connection, key: int) -> None:
+        """Serialize with other transactions taking ``key`` (PostgreSQL; SQLite's BEGIN IMMEDIATE already does)."""
+        if self.dialect == "postgresql":
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+
+    def _upsert(self, table: sa.Table, values: dict[str, Any], key: list[str]) -> Any:
+        """INSERT ... ON CONFLICT (key) DO UPDATE in this dialect."""
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        statement = insert(table).values(**values)
+        return statement.on_conflict_do_update(
+            index_elements=key, set_={k: v for k, v in values.items() if k not in key}
+        )
+
+    def close(self) -> None:
+        """Release pooled connections (PostgreSQL); the store may still be used afterwards."""
+        self._writer.dispose()
+        self._reader.dispose()
+
+    def _migrate(self) -> None:
+        """Bring the schema to the latest version; concurrent openers serialize and migrate once."""
+        latest = len(MIGRATIONS)
+        with self._write() as conn:
+            self._lock(conn, _MIGRATE_LOCK)
+            version_t.create(conn, checkfirst=True)
+            current = conn.execute(sa.select(version_t.c.version)).scalar()
+            if current is None:
+                conn.execute(sa.insert(version_t).values(version=0))
+                current = 0
+            if current > latest:
+                raise RuntimeError(f"{self.url}: schema version {current} is newer than this code's ({latest})")
+            for version in range(current + 1, latest + 1):
+                MIGRATIONS[version - 1](conn, self)
+                conn.execute(sa.update(version_t).values(version=version))
+
+    def schema_version(self) -> int:
+        with self._read() as conn:
+            return conn.execute(sa.select(version_t.c.version)).scalar_one()
+
+    # -- rows <-> jobs ----------------------------------------------------------------------------
+    @staticmethod
+    def _job(row: Any) -> Job:
+        values = {name: row[name] for name in _JOB_COLUMNS}
         values["meta"] = json.loads(values["meta"] or "{}")
+        for name in ("claim", "progress", "reason", "log_tail"):
+            values[name] = values[name] or ""
+        for name in ("submitted_at", "updated_at", "heartbeat_at", "status_at"):
+            values[name] = values[name] or 0.0
+        values["attempts"] = values["attempts"] or 0
         return Job(**values)
 
     @staticmethod
-    def _values(job: Job) -> list[Any]:
-        return [json.dumps(job.meta) if name == "meta" else getattr(job, name) for name in _COLUMNS]
+    def _values(job: Job) -> dict[str, Any]:
+        return {name: json.dumps(job.meta) if name == "meta" else getattr(job, name) for name in _JOB_COLUMNS}
 
-    def submit(self, model: str, revision: str, protocol: str, user: str, meta: dict[str, Any] | None = None) -> Job:
+    def _select_jobs(self, *where: Any) -> list[Job]:
+        query = sa.select(jobs_t).where(*where).order_by(jobs_t.c.submitted_at.desc(), jobs_t.c.id.desc())
+        with self._read() as conn:
+            return [self._job(r) for r in conn.execute(query).mappings()]
+
+    def _live(self, conn: Connection, model: str, revision: str, protocol: str) -> Job | None:
+        row = (
+            conn.execute(
+                sa.select(jobs_t).where(
+                    jobs_t.c.model == model,
+                    jobs_t.c.revision == revision,
+                    jobs_t.c.protocol == protocol,
+                    jobs_t.c.status != FAILED,
+                )
+            )
+            .mappings()
+            .first()
+        )
+        return self._job(row) if row else None
+
+    # -- the queue --------------------------------------------------------------------------------
+    def submit(
+        self,
+        model: str,
+        revision: str,
+        protocol: str,
+        user: str,
+        meta: dict[str, Any] | None = None,
+        *,
+        rate_limit: int | None = None,
+        rate_window_s: float = 86400,
+    ) -> Job:
+        """Enqueue a PENDING job, or raise DuplicateError pointing at the live one, or RateLimited.
+
+        The rate-limit count, the duplicate check and the insert are one serialized transaction.
+        """
         job = new_job(model, revision, protocol, user, meta)
-        with self._tx() as con:
-            live = con.execute(
-                "SELECT * FROM jobs WHERE model=? AND revision=? AND protocol=? AND status != 'FAILED'",
-                (model, revision, protocol),
-            ).fetchone()
-            if live:
-                raise DuplicateError(self._job(live))
-            marks = ",".join("?" * len(_COLUMNS))
-            con.execute(f"INSERT INTO jobs ({','.join(_COLUMNS)}) VALUES ({marks})", self._values(job))
+        try:
+            with self._write() as conn:
+                self._lock(conn, _SUBMIT_LOCK)
+                if rate_limit is not None:
+                    count = conn.execute(
+                        sa.select(sa.func.count())
+                        .select_from(jobs_t)
+                        .where(jobs_t.c.user == user, jobs_t.c.submitted_at >= job.submitted_at - rate_window_s)
+                    ).scalar_one()
+                    if count >= rate_limit:
+                        raise RateLimited(count, rate_limit, rate_window_s)
+                live = self._live(conn, model, revision, protocol)
+                if live:
+                    raise DuplicateError(live)
+                conn.execute(sa.insert(jobs_t).values(**self._values(job)))
+        except IntegrityError:  # a writer that bypassed the lock won the race; the unique index refused us
+            live = self.find(model, revision, protocol)
+            if live is None:
+                raise
+            raise DuplicateError(live) from None
         return job
 
     def jobs(self) -> list[Job]:
-        con = self._connect()
-        try:
-            return [self._job(r) for r in con.execute("SELECT * FROM jobs ORDER BY submitted_at DESC, id DESC")]
-        finally:
-            con.close()
+        """Every job, newest first."""
+        return self._select_jobs()
 
     def get(self, job_id: str) -> Job | None:
-        con = self._connect()
-        try:
-            row = con.execute("SELECT * FROM jobs WHERE id=?", (job_id,)).fetchone()
-            return self._job(row) if row else None
-        finally:
-            con.close()
+        with self._read() as conn:
+            row = conn.execute(sa.select(jobs_t).where(jobs_t.c.id == job_id)).mappings().first()
+        return self._job(row) if row else None
+
+    def find(self, model: str, revision: str, protocol: str) -> Job | None:
+        """The live (pending, running or finished) job for this key, if any."""
+        with self._read() as conn:
+            return self._live(conn, model, revision, protocol)
+
+    def submitted_since(self, user: str, since: float) -> int:
+        query = sa.select(sa.func.count()).select_from(jobs_t).where(jobs_t.c.user == user)
+        with self._read() as conn:
+            return conn.execute(query.where(jobs_t.c.submitted_at >= since)).scalar_one()
+
+    def _any(self, *where: Any) -> bool:
+        with self._read() as conn:
+            return conn.execute(sa.select(jobs_t.c.id).where(*where).limit(1)).first() is not None
 
     def claim(self, worker: str) -> Job | None:
-        now = time.time()
-        with self._tx() as con:
-            row = con.execute("SELECT * FROM jobs WHERE status='PENDING' ORDER BY submitted_at, id LIMIT 1").fetchone()
+        """Atomically move the oldest PENDING job to RUNNING for this worker, or return None."""
+        if not self._any(jobs_t.c.status == PENDING):  # an idle poll takes no write lock
+            return None
+        with self._write() as conn:
+            row = (
+                conn.execute(
+                    sa.select(jobs_t)
+                    .where(jobs_t.c.status == PENDING)
+                    .order_by(jobs_t.c.submitted_at, jobs_t.c.id)
+                    .limit(1)
+                    .with_for_update(skip_locked=True)  # PostgreSQL; SQLite holds its write lock already
+                )
+                .mappings()
+                .first()
+            )
             if row is None:
                 return None
-            job = self._job(row)
+            now, job = time.time(), self._job(row)
             job = dataclasses.replace(
                 job,
                 status=RUNNING,
@@ -252,275 +491,294 @@ class SQLiteStore(Store):
                 claim=f"{worker}#{job.attempts + 1}",
                 heartbeat_at=now,
                 updated_at=now,
+                status_at=now,
                 progress="claimed",
                 reason="",
                 log_tail="",
             )
-            con.execute(
-                "UPDATE jobs SET status=?, attempts=?, claim=?, heartbeat_at=?, updated_at=?, progress=?, "
-                "reason='', log_tail='' "
-                "WHERE id=?",
-                (job.status, job.attempts, job.claim, now, now, job.progress, job.id),
-            )
-            return job
+            values = {k: getattr(job, k) for k in ("status", "attempts", "claim", "heartbeat_at", "updated_at")}
+            values |= {k: getattr(job, k) for k in ("status_at", "progress", "reason", "log_tail")}
+            conn.execute(sa.update(jobs_t).where(jobs_t.c.id == job.id).values(**values))
+        return job
 
-    def _owned_update(self, con: sqlite3.Connection, job: Job, sets: str, values: tuple[Any, ...]) -> bool:
-        cur = con.execute(
-            f"UPDATE jobs SET {sets} WHERE id=? AND claim=? AND status='RUNNING'", (*values, job.id, job.claim)
+    @staticmethod
+    def _owned_update(conn: Connection, job: Job, **values: Any) -> bool:
+        """Update the job only while this attempt still owns it (RUNNING under its claim token)."""
+        result = conn.execute(
+            sa.update(jobs_t)
+            .where(jobs_t.c.id == job.id, jobs_t.c.claim == job.claim, jobs_t.c.status == RUNNING)
+            .values(**values)
         )
-        return cur.rowcount == 1
+        return result.rowcount == 1
 
     def heartbeat(self, job: Job, progress: str = "") -> bool:
+        """Refresh the claim; False if this attempt no longer owns the job (stop working on it)."""
         now = time.time()
-        with self._tx() as con:
-            return self._owned_update(con, job, "heartbeat_at=?, updated_at=?, progress=?", (now, now, progress))
+        with self._write() as conn:
+            return self._owned_update(conn, job, heartbeat_at=now, updated_at=now, progress=progress)
 
     def finish(self, job: Job, row: dict[str, Any], outputs: list[Path]) -> bool:
-        staging = self.outputs_root / f".{job.id}.{uuid.uuid4().hex[:8]}"
-        staging.mkdir(parents=True)
-        for i, path in enumerate(sorted(outputs)):
-            shutil.copyfile(path, staging / f"part-{i:05d}.parquet")
+        """Record the results row and outputs, mark FINISHED and queue the publication, in one transaction.
+
+        False (and nothing recorded) if the claim was lost.
+        """
+        parts = [Path(path).read_bytes() for path in sorted(outputs)]
+        text = json.dumps(row, ensure_ascii=False, default=_jsonable)
+        with self._write() as conn:
+            now = time.time()
+            if not self._owned_update(conn, job, status=FINISHED, updated_at=now, status_at=now, progress="done"):
+                return False
+            for table in (results_t, outputs_t, publications_t):
+                conn.execute(sa.delete(table).where(table.c.job_id == job.id))
+            conn.execute(sa.insert(results_t).values(job_id=job.id, row=text, recorded_at=now))
+            if parts:
+                conn.execute(
+                    sa.insert(outputs_t), [{"job_id": job.id, "part": i, "data": data} for i, data in enumerate(parts)]
+                )
+            conn.execute(sa.insert(publications_t).values(job_id=job.id, created_at=now, next_try_at=now, attempts=0))
+        return True
+
+    def fail(self, job: Job, reason: str, log_tail: str = "") -> bool:
+        """Mark FAILED with a reason the submitter can read; False if the claim was lost."""
+        now = time.time()
+        with self._write() as conn:
+            return self._owned_update(
+                conn, job, status=FAILED, updated_at=now, status_at=now, reason=reason, log_tail=log_tail
+            )
+
+    def requeue_stale(self, stale_after: float, max_attempts: int) -> list[Job]:
+        """Re-queue RUNNING jobs whose heartbeat is older than ``stale_after`` s; FAIL those out of attempts."""
+        now = time.time()
+        silent = (jobs_t.c.status == RUNNING, jobs_t.c.heartbeat_at < now - stale_after)
+        if not self._any(*silent):  # the usual case takes no write lock
+            return []
+        changed = []
+        with self._write() as conn:
+            rows = conn.execute(sa.select(jobs_t).where(*silent).with_for_update(skip_locked=True)).mappings().all()
+            for row in rows:
+                old = self._job(row)
+                job = _stale_verdict(old, max_attempts, now)
+                result = conn.execute(
+                    sa.update(jobs_t)
+                    .where(jobs_t.c.id == job.id, jobs_t.c.claim == old.claim, jobs_t.c.status == RUNNING)
+                    .where(jobs_t.c.heartbeat_at < now - stale_after)
+                    .values(
+                        status=job.status,
+                        claim=job.claim,
+                        reason=job.reason,
+                        progress=job.progress,
+                        updated_at=now,
+                        status_at=now,
+                    )
+                )
+                if result.rowcount == 1:
+                    changed.append(job)
+        return changed
+
+    # -- results and outputs ----------------------------------------------------------------------
+    def results(self) -> list[dict[str, Any]]:
+        """Every results row: evaluated here, and imported from the Hub."""
+        with self._read() as conn:
+            rows = conn.execute(sa.select(results_t.c.row).order_by(results_t.c.recorded_at, results_t.c.job_id))
+            return [json.loads(r) for (r,) in rows]
+
+    def version(self) -> str:
+        """Changes whenever results change, so readers can cache."""
+        with self._read() as conn:
+            count, last = conn.execute(sa.select(sa.func.count(), sa.func.max(results_t.c.recorded_at))).one()
+        return f"{count}:{last}"
+
+    def outputs_files(self) -> list[Path]:
+        """Local paths of every recorded outputs part, materialised from the database into ``cache_dir``.
+
+        Files are ``<cache_dir>/<job id>/part-NNNNN.parquet``; a job's folder is written once, atomically
+        (a temporary folder renamed into place), and reused while it is complete.
+        """
+        with self._read() as conn:
+            listed = conn.execute(
+                sa.select(outputs_t.c.job_id, outputs_t.c.part).order_by(outputs_t.c.job_id, outputs_t.c.part)
+            ).all()
+        by_job: dict[str, list[int]] = {}
+        for job_id, part in listed:
+            by_job.setdefault(job_id, []).append(part)
+        files: list[Path] = []
+        for job_id, parts in by_job.items():
+            paths = [self.cache_dir / job_id / f"part-{part:05d}.parquet" for part in parts]
+            if not all(p.is_file() for p in paths):
+                self._materialise(job_id)
+            files.extend(paths)
+        return files
+
+    def _materialise(self, job_id: str) -> None:
+        with self._read() as conn:
+            rows = conn.execute(sa.select(outputs_t.c.part, outputs_t.c.data).where(outputs_t.c.job_id == job_id)).all()
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        staging = self.cache_dir / f".{job_id}.{uuid.uuid4().hex[:8]}"
+        staging.mkdir()
         try:
-            with self._tx() as con:
-                now = time.time()
-                if not self._owned_update(con, job, "status=?, updated_at=?, progress=?", (FINISHED, now, "done")):
-                    return False
-                con.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?)", (job.id, json.dumps(row), now))
-                final = self.outputs_root / job.id
-                shutil.rmtree(final, ignore_errors=True)
-                os.replace(staging, final)  # inside the transaction: a failed rename rolls back FINISHED
-            return True
+            for part, data in rows:
+                (staging / f"part-{part:05d}.parquet").write_bytes(data)
+            final = self.cache_dir / job_id
+            for _ in range(3):
+                try:
+                    os.replace(staging, final)
+                    return
+                except OSError:  # an incomplete folder (from elsewhere), or another process just wrote it
+                    if all((final / f"part-{part:05d}.parquet").is_file() for part, _ in rows):
+                        return
+                    shutil.rmtree(final, ignore_errors=True)
+            raise OSError(f"could not write {final}")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def fail(self, job: Job, reason: str, log_tail: str = "") -> bool:
-        with self._tx() as con:
-            return self._owned_update(
-                con, job, "status=?, updated_at=?, reason=?, log_tail=?", (FAILED, time.time(), reason, log_tail)
-            )
+    def import_results(self, rows: list[dict[str, Any]]) -> int:
+        """Add results rows read from the Hub, as FINISHED jobs already published; return how many were added.
 
-    def requeue_stale(self, stale_after: float, max_attempts: int) -> list[Job]:
+        A row whose (model, revision, protocol) already has a live job here is skipped. An optional
+        ``job_id`` key names the job (it is taken out of the stored row); otherwise the id is derived
+        from the key. Imported jobs have ``status_at`` 0, so mirrors of the queue never rewrite them.
+        """
+        added = 0
+        with self._write() as conn:
+            self._lock(conn, _SUBMIT_LOCK)
+            for original in rows:
+                row = dict(original)
+                job_id = row.pop("job_id", None)
+                key = tuple(str(row.get(name) or "") for name in ("model", "revision", "protocol"))
+                if self._live(conn, *key):
+                    continue
+                job_id = str(job_id or "hub-" + hashlib.sha1("\0".join(key).encode()).hexdigest()[:16])
+                when = _date_stamp(row.get("date"))
+                now = time.time()
+                job = Job(job_id, *key, IMPORTED_USER, FINISHED, when, when, progress="imported from the Hub")
+                job.meta = {"imported": True}
+                try:
+                    with conn.begin_nested():
+                        conn.execute(sa.insert(jobs_t).values(**self._values(job)))
+                        text = json.dumps(row, ensure_ascii=False, default=_jsonable)
+                        conn.execute(sa.insert(results_t).values(job_id=job_id, row=text, recorded_at=now))
+                        conn.execute(
+                            sa.insert(publications_t).values(
+                                job_id=job_id,
+                                created_at=now,
+                                next_try_at=now,
+                                published_at=now,
+                                hub_commit="imported",
+                                attempts=0,
+                            )
+                        )
+                except IntegrityError:  # that job id is already used here
+                    continue
+                added += 1
+        return added
+
+    # -- the publication outbox -------------------------------------------------------------------
+    def unpublished(self, limit: int = 50) -> list[Publication]:
+        """Finished evaluations not yet on the Hub whose next try has come, oldest first."""
         now = time.time()
-        changed = []
-        with self._tx() as con:
-            rows = con.execute("SELECT * FROM jobs WHERE status='RUNNING' AND heartbeat_at < ?", (now - stale_after,))
-            for row in rows.fetchall():
-                job = _stale_verdict(self._job(row), max_attempts, now)
-                con.execute(
-                    "UPDATE jobs SET status=?, claim=?, reason=?, progress=?, updated_at=? WHERE id=?",
-                    (job.status, job.claim, job.reason, job.progress, now, job.id),
-                )
-                changed.append(job)
-        return changed
-
-    def results(self) -> list[dict[str, Any]]:
-        con = self._connect()
-        try:
-            return [json.loads(r["row"]) for r in con.execute("SELECT row FROM results ORDER BY recorded_at")]
-        finally:
-            con.close()
-
-    def outputs_files(self) -> list[Path]:
-        return sorted(self.outputs_root.glob("[!.]*/part-*.parquet"))
-
-    def version(self) -> str:
-        con = self._connect()
-        try:
-            count, last = con.execute("SELECT count(*), max(recorded_at) FROM results").fetchone()
-            return f"{count}:{last}"
-        finally:
-            con.close()
-
-
-# ------------------------------------------------------------------------------------------------
-# Hub datasets: for deployment
-# ------------------------------------------------------------------------------------------------
-
-
-class HubStore(Store):
-    """Requests as JSON files in a dataset repo; every state change is a commit on ``parent_commit``.
-
-    A commit whose parent is no longer the head is refused by the Hub (HTTP 412), so of two workers
-    claiming at once exactly one wins; the loser re-reads and tries the next job. Results and outputs
-    go to the benchmark dataset repo under names keyed by job id (a re-run replaces them).
-    """
-
-    REQUESTS_DIR = "requests"
-    CONFLICT_RETRIES = 200
-
-    def __init__(self, requests_repo: str, results_repo: str, api: Any = None, cache_dir: str | Path | None = None):
-        from huggingface_hub import HfApi
-
-        self.requests_repo = requests_repo
-        self.results_repo = results_repo
-        self.api = api or HfApi()
-        self.cache_dir = Path(cache_dir or Path.home() / ".cache" / "tcmqa" / "hubstore").expanduser()
-
-    # -- reading ---------------------------------------------------------------------------------
-    def _head(self, repo: str) -> str:
-        return self.api.repo_info(repo, repo_type="dataset").sha
-
-    def _read(self, repo: str, path: str, revision: str) -> Path:
-        return Path(
-            self.api.hf_hub_download(repo, path, repo_type="dataset", revision=revision, cache_dir=self.cache_dir)
+        query = (
+            sa.select(
+                jobs_t,
+                results_t.c.row.label("_row"),
+                publications_t.c.attempts.label("_pub_attempts"),
+                publications_t.c.last_error.label("_pub_error"),
+            )
+            .join(publications_t, publications_t.c.job_id == jobs_t.c.id)
+            .join(results_t, results_t.c.job_id == jobs_t.c.id)
+            .where(publications_t.c.published_at.is_(None), publications_t.c.next_try_at <= now)
+            .order_by(publications_t.c.created_at, publications_t.c.job_id)
+            .limit(limit)
         )
+        with self._read() as conn:
+            found = conn.execute(query).mappings().all()
+            ids = [r["id"] for r in found]
+            parts: dict[str, list[bytes]] = {job_id: [] for job_id in ids}
+            for chunk in _chunks(ids):
+                for job_id, data in conn.execute(
+                    sa.select(outputs_t.c.job_id, outputs_t.c.data)
+                    .where(outputs_t.c.job_id.in_(chunk))
+                    .order_by(outputs_t.c.job_id, outputs_t.c.part)
+                ):
+                    parts[job_id].append(bytes(data))
+        return [
+            Publication(self._job(r), json.loads(r["_row"]), parts[r["id"]], r["_pub_attempts"], r["_pub_error"] or "")
+            for r in found
+        ]
 
-    def _snapshot(self) -> tuple[str, list[Job]]:
-        head = self._head(self.requests_repo)
-        files = self.api.list_repo_files(self.requests_repo, repo_type="dataset", revision=head)
-        paths = [f for f in files if f.startswith(self.REQUESTS_DIR + "/") and f.endswith(".json")]
-        jobs = [Job.from_json(self._read(self.requests_repo, p, head).read_text()) for p in paths]
-        return head, sorted(jobs, key=lambda j: (j.submitted_at, j.id), reverse=True)
+    def mark_published(self, job_ids: list[str], commit: str) -> None:
+        """These jobs are on the Hub at ``commit``."""
+        now = time.time()
+        with self._write() as conn:
+            for chunk in _chunks(job_ids):
+                conn.execute(
+                    sa.update(publications_t)
+                    .where(publications_t.c.job_id.in_(chunk))
+                    .values(published_at=now, hub_commit=commit, last_error="")
+                )
 
-    def jobs(self) -> list[Job]:
-        return self._snapshot()[1]
+    def publication_failed(self, job_ids: list[str], error: str, retry_after_s: float) -> None:
+        """Publishing these failed: count the attempt, keep the error, retry no sooner than ``retry_after_s``."""
+        now = time.time()
+        with self._write() as conn:
+            for chunk in _chunks(job_ids):
+                conn.execute(
+                    sa.update(publications_t)
+                    .where(publications_t.c.job_id.in_(chunk), publications_t.c.published_at.is_(None))
+                    .values(attempts=publications_t.c.attempts + 1, last_error=error, next_try_at=now + retry_after_s)
+                )
 
-    # -- writing ---------------------------------------------------------------------------------
-    def _commit(self, repo: str, files: dict[str, bytes], message: str, parent: str | None) -> None:
-        from huggingface_hub import CommitOperationAdd
+    # -- mirrors ----------------------------------------------------------------------------------
+    def jobs_changed_since(self, t: float) -> list[Job]:
+        """Jobs whose status changed after ``t`` (heartbeats do not count), oldest change first."""
+        query = sa.select(jobs_t).where(jobs_t.c.status_at > t).order_by(jobs_t.c.status_at, jobs_t.c.id)
+        with self._read() as conn:
+            return [self._job(r) for r in conn.execute(query).mappings()]
 
-        ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=data) for p, data in files.items()]
-        self.api.create_commit(repo, ops, commit_message=message, repo_type="dataset", parent_commit=parent)
+    def get_state(self, key: str) -> str | None:
+        with self._read() as conn:
+            return conn.execute(sa.select(state_t.c.value).where(state_t.c.key == key)).scalar()
 
-    def _job_file(self, job: Job) -> dict[str, bytes]:
-        return {f"{self.REQUESTS_DIR}/{job.id}.json": job.to_json().encode()}
+    def set_state(self, key: str, value: str) -> None:
+        with self._write() as conn:
+            conn.execute(self._upsert(state_t, {"key": key, "value": value}, ["key"]))
 
-    def _transact(self, change: Any) -> Any:
-        """Run ``change(jobs) -> (result, jobs_to_write, message)`` until its commit lands on the head it read."""
-        from huggingface_hub.errors import HfHubHTTPError
-
-        for attempt in range(self.CONFLICT_RETRIES):
-            head, jobs = self._snapshot()
-            result, writes, message = change(jobs)
-            if not writes:
-                return result
-            files = {k: v for job in writes for k, v in self._job_file(job).items()}
-            try:
-                self._commit(self.requests_repo, files, message, parent=head)
-                return result
-            except HfHubHTTPError as err:
-                if getattr(err.response, "status_code", None) not in (409, 412):
-                    raise
-                time.sleep(random.uniform(0, 0.05 * min(attempt + 1, 10)))
-        raise RuntimeError(f"{self.requests_repo}: gave up after {self.CONFLICT_RETRIES} conflicting commits")
-
-    def submit(self, model: str, revision: str, protocol: str, user: str, meta: dict[str, Any] | None = None) -> Job:
-        job = new_job(model, revision, protocol, user, meta)
-
-        def change(jobs: list[Job]) -> tuple[Job, list[Job], str]:
-            live = next(
-                (
-                    j
-                    for j in jobs
-                    if (j.model, j.revision, j.protocol) == (model, revision, protocol) and j.status in LIVE
-                ),
-                None,
-            )
-            if live:
-                raise DuplicateError(live)
-            return job, [job], f"submit {model}@{revision[:12]} ({job.id})"
-
-        return self._transact(change)
-
-    def claim(self, worker: str) -> Job | None:
-        def change(jobs: list[Job]) -> tuple[Job | None, list[Job], str]:
-            pending = sorted((j for j in jobs if j.status == PENDING), key=lambda j: (j.submitted_at, j.id))
-            if not pending:
-                return None, [], ""
-            now, job = time.time(), pending[0]
-            job = dataclasses.replace(
-                job,
-                status=RUNNING,
-                attempts=job.attempts + 1,
-                claim=f"{worker}#{job.attempts + 1}",
-                heartbeat_at=now,
-                updated_at=now,
-                progress="claimed",
-                reason="",
-                log_tail="",
-            )
-            return job, [job], f"claim {job.id} by {worker}"
-
-        return self._transact(change)
-
-    def _owned(self, job: Job, message: str, **updates: Any) -> bool:
-        def change(jobs: list[Job]) -> tuple[bool, list[Job], str]:
-            current = next((j for j in jobs if j.id == job.id), None)
-            if current is None or current.status != RUNNING or current.claim != job.claim:
-                return False, [], ""
-            return True, [dataclasses.replace(current, updated_at=time.time(), **updates)], f"{message} {job.id}"
-
-        return self._transact(change)
-
-    def heartbeat(self, job: Job, progress: str = "") -> bool:
-        return self._owned(job, "heartbeat", heartbeat_at=time.time(), progress=progress)
-
-    def finish(self, job: Job, row: dict[str, Any], outputs: list[Path]) -> bool:
-        current = self.get(job.id)
-        if current is None or current.status != RUNNING or current.claim != job.claim:
-            return False
-        files = {f"results/{job.id}.parquet": _results_parquet(row)}
-        for i, path in enumerate(sorted(outputs)):
-            files[f"outputs/{job.id}-part-{i:05d}.parquet"] = Path(path).read_bytes()
-        # Distinct, job-keyed paths: appending needs no parent, and a re-run replaces its own files.
-        self._commit(self.results_repo, files, f"results of {row.get('model')} ({job.id})", parent=None)
-        return self._owned(job, "finish", status=FINISHED, progress="done")
-
-    def fail(self, job: Job, reason: str, log_tail: str = "") -> bool:
-        return self._owned(job, "fail", status=FAILED, reason=reason, log_tail=log_tail)
-
-    def requeue_stale(self, stale_after: float, max_attempts: int) -> list[Job]:
-        def change(jobs: list[Job]) -> tuple[list[Job], list[Job], str]:
-            now = time.time()
-            stale = [
-                _stale_verdict(j, max_attempts, now)
-                for j in jobs
-                if j.status == RUNNING and j.heartbeat_at < now - stale_after
-            ]
-            return stale, stale, f"requeue {len(stale)} stale job(s)"
-
-        return self._transact(change)
-
-    # -- results ---------------------------------------------------------------------------------
-    def _result_paths(self, head: str) -> list[str]:
-        files = self.api.list_repo_files(self.results_repo, repo_type="dataset", revision=head)
-        return sorted(files)
-
-    def results(self) -> list[dict[str, Any]]:
-        import pandas as pd
-
-        head = self._head(self.results_repo)
-        rows: list[dict[str, Any]] = []
-        for path in self._result_paths(head):
-            if path.startswith("results/") and path.endswith(".parquet"):
-                frame = pd.read_parquet(self._read(self.results_repo, path, head))
-                rows.extend(frame.astype(object).where(frame.notna(), None).to_dict("records"))
-        return rows
-
-    def outputs_files(self) -> list[Path]:
-        head = self._head(self.results_repo)
-        paths = [p for p in self._result_paths(head) if p.startswith("outputs/") and p.endswith(".parquet")]
-        return [self._read(self.results_repo, p, head) for p in paths]
-
-    def version(self) -> str:
-        return self._head(self.results_repo)
+    def __repr__(self) -> str:
+        shown = sa.engine.make_url(self.url).render_as_string(hide_password=True)
+        return f"{type(self).__name__}({shown!r})"
 
 
-def _results_parquet(row: dict[str, Any]) -> bytes:
-    """One results row as Parquet with the dataset's RESULTS features (the ``results`` config)."""
-    import datasets
+class SQLiteStore(Store):
+    """A store in a local directory: ``<root>/queue.sqlite``, outputs cached in ``<root>/outputs``."""
 
-    from tcmqa.schema import RESULTS
-
-    full = {name: row.get(name) for name in RESULTS}
-    buf = io.BytesIO()
-    datasets.Dataset.from_list([full], features=RESULTS).to_parquet(buf)
-    return buf.getvalue()
+    def __init__(self, root: str | Path, *, cache_dir: str | Path | None = None):
+        super().__init__(store_url(Path(root)), cache_dir=cache_dir)
 
 
-def open_store(spec: str, api: Any = None) -> Store:
-    """``hub:REQUESTS_REPO[,RESULTS_REPO]`` for the Hub store; anything else is a SQLite store directory."""
-    if spec.startswith("hub:"):
-        repos = spec[4:].split(",")
-        return HubStore(repos[0], repos[-1], api=api)
-    return SQLiteStore(spec.removeprefix("sqlite:"))
+def open_store(spec: str | os.PathLike, *, cache_dir: str | Path | None = None) -> Store:
+    """A SQLite directory (``.cache/space``; ``sqlite:DIR`` too), a ``sqlite:///FILE`` or a ``postgresql://`` URL."""
+    text = str(spec)
+    if "://" in text or text.startswith("hub:"):
+        return Store(text, cache_dir=cache_dir)
+    return SQLiteStore(text.removeprefix("sqlite:"), cache_dir=cache_dir)
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _jsonable(value: Any) -> Any:
+    """numpy scalars and missing values in rows read from Parquet."""
+    if hasattr(value, "item"):
+        return value.item()
+    if value is None or str(value) in ("<NA>", "NaT", "nan"):
+        return None
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _date_stamp(date: Any) -> float:
+    """A results row's UTC date (YYYY-MM-DD...) as a time stamp; 0 when absent or unreadable."""
+    try:
+        return float(calendar.timegm(time.strptime(str(date)[:10], "%Y-%m-%d")))
+    except (TypeError, ValueError):
+        return 0.0

@@ -1,10 +1,16 @@
 """The paper's Tables 1-6 and the report's agreement and uncertainty tables, from a :class:`Study`.
 
 Each function returns a DataFrame of plain numbers (percentages as 0-100); formatting is the
-report's job. Model rows follow the paper: grouped by family, ordered by size within a family.
+report's job. Model rows follow the paper: grouped by family, ordered by size within a family; a
+model is named as :class:`Study` names its run (``model (engine)`` where one model ran twice).
+
+Tables 1, 3 and 6 and Cohen's κ with the practitioner majority need practitioner data; over a corpus
+only (:attr:`Study.has_subset` false) the subset columns of the others are NaN.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -103,7 +109,7 @@ def leaderboard(study: Study) -> pd.DataFrame:
     """Table 4: Full, Single, Multi, Subset and Δ human for every model."""
     rows, _ = subset_view(study)
     subset_acc = accuracy(study, rows)
-    table = study.models.assign(
+    table = study.models[["model", "family", "params_b"]].assign(
         full=accuracy(study),
         single=accuracy(study, np.flatnonzero(~study.multi)),
         multi=accuracy(study, np.flatnonzero(study.multi)),
@@ -117,7 +123,8 @@ def leaderboard(study: Study) -> pd.DataFrame:
 def multi_answer(study: Study) -> pd.DataFrame:
     """Table 5: single and multi exact match, and P/R/F1 and mean |ŷ| on multi-answer items."""
     multi = np.flatnonzero(study.multi)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a partial run may cover no multi-answer item
         means = {
             k: np.nanmean(getattr(study, k)[multi], axis=0) if len(multi) else np.full(len(study.models), np.nan)
             for k in ("precision", "recall", "f1", "pred_size")
@@ -177,6 +184,10 @@ def intervals(study: Study, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
         lo, hi = _ratio_interval(study.correct[rows], study.covered[rows], n_boot, seed)
         out[f"{name}_lo"], out[f"{name}_hi"] = lo, hi
     rows, subset = subset_view(study)
+    if not len(rows):  # no practitioner subset (a corpus-only tree)
+        for name in ("subset_lo", "subset_hi", "delta_lo", "delta_hi"):
+            out[name] = np.nan
+        return out.loc[board_order(study)].reset_index(drop=True)
     majority = subset["majority_correct"].to_numpy(dtype=np.float32)
     cov = study.covered[rows]
     values = np.column_stack([study.correct[rows] & cov, cov, majority[:, None] * cov])

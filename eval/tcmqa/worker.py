@@ -3,7 +3,10 @@
 The worker is its own process (the Space's web process never loads an engine, and ``gr.Timer`` only
 runs while a browser is connected). Several may run at once against one store. Each job's harness is a
 child process in its own session, under a time limit, killed if this worker dies (PR_SET_PDEATHSIG);
-a job whose worker died is re-queued by any other worker once its heartbeat is stale.
+a job whose worker died is re-queued by any other worker once its heartbeat is stale, and its next
+attempt resumes the run folder the last one left (``tcmqa eval --resume``), so a crash costs at most a
+chunk. The store's outputs are the record: run folders (and the model snapshots inside them) are pruned
+to the newest ``keep_runs``. Store errors are logged and retried, never fatal.
 """
 
 from __future__ import annotations
@@ -15,21 +18,27 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from tcmqa import flags
 from tcmqa.engines import DTYPES, ENGINES
+from tcmqa.outputs import MANIFEST as RUN_MANIFEST
 from tcmqa.outputs import part_files
-from tcmqa.schema import HUB_ID
-from tcmqa.store import Job, Store, open_store
+from tcmqa.schema import HUB_ID, RESULTS
+from tcmqa.store import FAILED, FINISHED, Job, Store, open_store
 
 DEFAULT_COMMAND = "{python} -m tcmqa eval --model {model} --data {data} --out {out}"
 LOG_TAIL_CHARS = 4000
@@ -42,7 +51,10 @@ class WorkerConfig:
 
     store: str = dataclasses.field(
         default=".cache/space",
-        metadata={"env": "TCMQA_STORE", "help": "SQLite store directory, or hub:REQUESTS_REPO,RESULTS_REPO"},
+        metadata={
+            "env": "TCMQA_STORE",
+            "help": "the queue: a folder or sqlite:///path (embedded), or postgresql://user:pw@host/db (a worker pool)",
+        },
     )
     data: str = dataclasses.field(
         default=HUB_ID, metadata={"env": "TCMQA_DATA", "help": "Hub id or built tree passed to the harness"}
@@ -80,6 +92,13 @@ class WorkerConfig:
     )
     max_attempts: int = dataclasses.field(default=3, metadata={"help": "attempts before a job is FAILED"})
     poll_s: float = dataclasses.field(default=2.0, metadata={"help": "seconds between polls of an empty queue"})
+    keep_runs: int = dataclasses.field(
+        default=3, metadata={"help": "run folders (with their model snapshots) kept after their job ends"}
+    )
+    gpus: str | None = dataclasses.field(
+        default=None,
+        metadata={"help": "comma-separated GPU ids: one worker process per GPU, pinned with CUDA_VISIBLE_DEVICES"},
+    )
     once: bool = dataclasses.field(default=False, metadata={"help": "exit when the queue is empty"})
     name: str | None = dataclasses.field(
         default=None, metadata={"help": "worker name in claims (default host-pid-random)"}
@@ -117,12 +136,45 @@ def die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def spawn_worker(store: str, data: str, extra_args: list[str] | None = None) -> subprocess.Popen:
-    """Start ``tcmqa worker`` beside the calling process (the local Space), stopped when it exits."""
-    argv = [sys.executable, "-m", "tcmqa", "worker", "--store", store, "--data", data, *(extra_args or [])]
-    worker = subprocess.Popen(argv, preexec_fn=die_with_parent)
-    atexit.register(worker.terminate)
-    return worker
+class LocalWorker:
+    """The local Space's worker: a ``tcmqa worker`` process beside the app, restarted if it dies.
+
+    A killed worker leaves its job RUNNING; the restarted worker re-queues it once its heartbeat is
+    stale and resumes it, so nobody has to touch the app. Restarts back off (1 s doubling to a minute)
+    and the backoff resets once a worker has lived a minute.
+    """
+
+    def __init__(self, store: str, data: str, extra_args: list[str] | None = None) -> None:
+        self.argv = [sys.executable, "-m", "tcmqa", "worker", "--store", store, "--data", data, *(extra_args or [])]
+        self.process: subprocess.Popen | None = None
+        self.restarts = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._supervise, name="tcmqa-local-worker", daemon=True)
+
+    def start(self) -> LocalWorker:
+        self._thread.start()
+        atexit.register(self.stop)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+
+    def _supervise(self) -> None:
+        delay = 1.0
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.process = subprocess.Popen(self.argv, preexec_fn=die_with_parent)
+            code = self.process.wait()
+            if self._stop.is_set():
+                return
+            if time.monotonic() - started > 60:
+                delay = 1.0
+            self.restarts += 1
+            logger.warning("the local worker exited with %s; restart %d in %.0f s", code, self.restarts, delay)
+            self._stop.wait(delay)
+            delay = min(delay * 2, 60.0)
 
 
 def _tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
@@ -144,6 +196,9 @@ def _results_row(run_dir: Path, job: Job) -> dict[str, Any]:
     row = json.loads((run_dir / "results.json").read_text())
     if isinstance(row, list):
         row = row[0]
+    if set(row) != set(RESULTS):
+        raise ValueError(f"its columns differ from the results schema: {sorted(set(row) ^ set(RESULTS))}")
+    pa.Table.from_pylist([row], schema=RESULTS.arrow_schema)  # every value has its column's type
     if row.get("revision") != job.revision:
         raise ValueError(
             f"the harness evaluated revision {row.get('revision')}, but the submission pinned "
@@ -154,18 +209,22 @@ def _results_row(run_dir: Path, job: Job) -> dict[str, Any]:
 
 def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     """Run one claimed job to FINISHED, FAILED or (claim lost) abandoned; return which."""
-    run_dir = cfg.runs / f"{job.id}-attempt{job.attempts}"
+    run_dir = cfg.runs / job.id  # every attempt of a job shares it, so a later attempt resumes
+    resume = (run_dir / RUN_MANIFEST).exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "harness.log"
-    argv = harness_command(cfg, job, run_dir)
-    with log.open("wb") as out:
-        out.write(f"$ {shlex.join(argv)}\n".encode())
+    argv = harness_command(cfg, job, run_dir) + (["--resume"] if resume else [])
+    # Hub snapshots go inside the run folder, so pruning the folder frees the model's disk too.
+    env = {**os.environ, "HF_HUB_CACHE": str(run_dir / "hub-cache")}
+    with log.open("ab") as out:
+        out.write(f"--- attempt {job.attempts}\n$ {shlex.join(argv)}\n".encode())
         out.flush()
         child = subprocess.Popen(
             argv,
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            env=env,
             start_new_session=True,
             preexec_fn=die_with_parent,
         )
@@ -180,7 +239,12 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
             return "FAILED"
         if now - last_beat >= cfg.heartbeat_s:
             last_beat = now
-            if not store.heartbeat(job, _progress(log)):
+            try:
+                owned = store.heartbeat(job, _progress(log))
+            except Exception:
+                logger.exception("heartbeat for %s failed; retrying at the next beat", job.id)
+                continue
+            if not owned:
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
                 return "ABANDONED"
@@ -189,28 +253,68 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
         return "FAILED"
     try:
         row = _results_row(run_dir, job)
-    except (OSError, ValueError, IndexError) as err:
-        store.fail(job, f"the harness wrote no readable results.json ({err})", _tail(log))
+    except (OSError, ValueError, IndexError, TypeError, pa.ArrowException) as err:
+        store.fail(job, f"the harness wrote no valid results.json ({err})", _tail(log))
         return "FAILED"
     outputs = part_files(run_dir)
     return "FINISHED" if store.finish(job, row, outputs) else "ABANDONED"
 
 
+def prune_runs(store: Store, runs: Path, keep: int) -> list[Path]:
+    """Remove all but the newest ``keep`` run folders of jobs that have ended; returns what was removed.
+
+    Several workers may share ``runs`` (``--gpus``): a RUNNING or PENDING job's folder is never touched,
+    since its next attempt resumes from it.
+    """
+    ended = []
+    for folder in (p for p in runs.iterdir() if p.is_dir()):
+        job = store.get(folder.name)
+        if job is None or job.status in (FINISHED, FAILED):
+            ended.append(folder)
+    folders = sorted(ended, key=lambda p: p.stat().st_mtime)
+    removed = folders[: max(0, len(folders) - keep)]
+    for folder in removed:
+        shutil.rmtree(folder, ignore_errors=True)
+    return removed
+
+
 def work(store: Store, cfg: WorkerConfig, name: str, once: bool = False) -> int:
-    """Poll, requeue stale jobs, claim and run; with ``once``, stop when the queue is empty."""
-    done = 0
+    """Poll, requeue stale jobs, claim and run; with ``once``, stop when the queue is empty.
+
+    An error talking to the store is logged and retried with backoff (up to a minute): a database
+    restart or a network blip must not leave the queue without its worker.
+    """
+    done, failures = 0, 0
     while True:
-        for job in store.requeue_stale(cfg.stale_after_s, cfg.max_attempts):
-            logger.warning("[%s] %s %s: %s", name, job.id, job.status, job.reason or job.progress)
-        job = store.claim(name)
-        if job is None:
-            if once:
-                return done
-            time.sleep(cfg.poll_s)
-            continue
-        logger.info("[%s] running %s %s@%s (attempt %d)", name, job.id, job.model, job.revision[:12], job.attempts)
-        logger.info("[%s] %s %s", name, job.id, run_job(store, job, cfg))
-        done += 1
+        try:
+            for job in store.requeue_stale(cfg.stale_after_s, cfg.max_attempts):
+                logger.warning("[%s] %s %s: %s", name, job.id, job.status, job.reason or job.progress)
+            job = store.claim(name)
+            if job is None:
+                if once:
+                    return done
+                time.sleep(cfg.poll_s)
+                continue
+            logger.info("[%s] running %s %s@%s (attempt %d)", name, job.id, job.model, job.revision[:12], job.attempts)
+            logger.info("[%s] %s %s", name, job.id, run_job(store, job, cfg))
+            prune_runs(store, cfg.runs, cfg.keep_runs)
+            done, failures = done + 1, 0
+        except Exception:
+            failures += 1
+            delay = min(60.0, cfg.poll_s * 2**failures)
+            logger.exception("[%s] store error (%d in a row); retrying in %.0f s", name, failures, delay)
+            time.sleep(delay)
+
+
+def run_per_gpu(cfg: WorkerConfig) -> int:
+    """One worker process per GPU id in ``cfg.gpus``, each seeing only its GPU; returns the first failure."""
+    children = []
+    for gpu in [g.strip() for g in (cfg.gpus or "").split(",") if g.strip()]:
+        one = dataclasses.replace(cfg, gpus=None, name=f"{cfg.name or socket.gethostname()}-gpu{gpu}")
+        argv = [sys.executable, "-m", "tcmqa", "worker", *flags.to_argv(one)]
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+        children.append(subprocess.Popen(argv, env=env, preexec_fn=die_with_parent))
+    return next((code for code in (child.wait() for child in children) if code), 0)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -219,7 +323,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     cfg = flags.from_args(WorkerConfig, args)
+    if cfg.gpus:
+        return run_per_gpu(cfg)
     name = cfg.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
-    logger.info("[%s] worker on %s, data %s", name, cfg.store, cfg.data)
+    logger.info("[%s] worker on %s, data %s", name, re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", cfg.store), cfg.data)
     work(open_store(cfg.store), cfg, name, once=cfg.once)
     return 0

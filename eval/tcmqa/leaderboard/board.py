@@ -3,18 +3,43 @@
 Pure pandas (no gradio), so the board's logic is tested and benchmarked without a browser. The merged
 frame is cached on the store's version, so a finished evaluation shows up on the next refresh without
 a restart and an idle refresh costs one cheap store query.
+
+Comparability (DESIGN: a row is comparable with another only on the same data fingerprint and
+protocol with full coverage). The board has one reference, a data fingerprint and a protocol:
+
+* the protocol is the harness's current one (``tcmqa.prompts.PROTOCOL``) unless ``Board`` is given
+  another;
+* the fingerprint is the one ``Board`` is given (the data the Space serves, when the caller knows its
+  fingerprint); otherwise the fingerprint that most full-coverage evaluated rows under that protocol
+  share (a tie goes to the most recently evaluated, then to the smaller fingerprint). With no such row
+  nothing is comparable yet.
+
+Every row gets a ``Comparison`` label (:data:`COMPARISONS`, in board order): ``comparable`` (that
+fingerprint, that protocol, coverage 100%: these are ranked together, first), ``partial`` (coverage
+below 100% or not recorded), ``other protocol``, ``other data`` (another fingerprint), ``data
+unknown`` (a row that recorded no fingerprint), then ``reported in the paper`` (the paper's Table 4,
+computed on its own 38,279-item corpus). A label is the first of these reasons, read from the end
+(the paper's rows are always ``reported in the paper``; a partial run on other data is ``other
+data``). Sorting orders rows within each group and keeps the groups in that order.
+
+The practitioners' reference row sits with the rows it was computed beside: the paper's 64.94 with
+the paper's rows, and, when comparable rows carry ``human_reference`` (the majority vote on the same
+subset items), a second reference row with that value among the comparable rows.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from tcmqa.results import PAPER_HUMAN_REFERENCE
+from tcmqa.prompts import PROTOCOL
+from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
 from tcmqa.schema import RESULT_COLUMNS
 from tcmqa.store import Store
 
@@ -28,6 +53,23 @@ DEFAULT_COLUMNS = [c.label for c in BOARD_COLUMNS if c.shown]
 NUMERIC_COLUMNS = [c.label for c in BOARD_COLUMNS if c.dtype != "string"]
 ORIGINS = ["reported", "evaluated", "reference"]
 
+# The Comparison column: always shown, right after Model; the groups in board order.
+COMPARISON = "Comparison"
+COMPARABLE = "comparable"
+PARTIAL = "partial"
+OTHER_PROTOCOL = "other protocol"
+OTHER_DATA = "other data"
+UNKNOWN_DATA = "data unknown"
+PAPER = "reported in the paper"
+COMPARISONS = [COMPARABLE, PARTIAL, OTHER_PROTOCOL, OTHER_DATA, UNKNOWN_DATA, PAPER]
+_RANK = {label: rank for rank, label in enumerate(COMPARISONS)}
+# the board table's label in the Space: how to read the Comparison column
+LEGEND = (
+    "Leaderboard. Comparison: 'comparable' rows (same data fingerprint and protocol, full coverage) are "
+    "ranked together first; partial runs, other protocol, other data, data unknown and the paper's rows "
+    "(reported on the paper's own corpus) follow, each group apart"
+)
+
 
 def reported_rows() -> pd.DataFrame:
     """The paper's Table 4, shipped with the package as tcmqa/data/reported.csv."""
@@ -36,21 +78,92 @@ def reported_rows() -> pd.DataFrame:
     return frame.assign(origin="reported", protocol="paper")
 
 
-def human_row() -> dict[str, Any]:
-    return {"model": HUMAN_NAME, "origin": "reference", "family": "Human", "subset": HUMAN_SUBSET, "delta_human": 0.0}
+def human_row(subset: float = HUMAN_SUBSET, **facts: Any) -> dict[str, Any]:
+    """The practitioners' reference row: the paper's by default, or one computed on other items."""
+    return {"model": HUMAN_NAME, "origin": "reference", "family": "Human", "subset": subset, "delta_human": 0.0} | facts
 
 
-def merge(evaluated: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Reported + reference + evaluated rows, in board columns, best Full first."""
+def coverage(row: dict[str, Any]) -> float | None:
+    """A row's coverage in percent: recorded, or n / n_corpus; None when neither was recorded."""
+    value = row.get("coverage")
+    if value is None and row.get("n") and row.get("n_corpus"):
+        value = 100 * row["n"] / row["n_corpus"]
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def is_full(row: dict[str, Any]) -> bool:
+    value = coverage(row)
+    return value is not None and value >= 100 - 1e-6
+
+
+def reference_fingerprint(rows: Sequence[dict[str, Any]], protocol: str = PROTOCOL) -> str | None:
+    """The fingerprint most full-coverage evaluated rows under ``protocol`` share (see the module doc)."""
+    full = [r for r in rows if r.get("data_fingerprint") and r.get("protocol") == protocol and is_full(r)]
+    if not full:
+        return None
+    counts = Counter(r["data_fingerprint"] for r in full)
+    latest: dict[str, str] = {}
+    for r in full:
+        latest[r["data_fingerprint"]] = max(latest.get(r["data_fingerprint"], ""), str(r.get("date") or ""))
+    return max(sorted(counts), key=lambda f: (counts[f], latest[f]))  # max keeps the first of equals
+
+
+def comparison(row: dict[str, Any], data_fingerprint: str | None, protocol: str = PROTOCOL) -> str:
+    """The row's Comparison label against the board's reference (data fingerprint, protocol)."""
+    if row.get("origin") == "reported":
+        return PAPER
+    if not row.get("data_fingerprint"):
+        return UNKNOWN_DATA
+    if row["data_fingerprint"] != data_fingerprint:
+        return OTHER_DATA
+    if row.get("protocol") != protocol:
+        return OTHER_PROTOCOL
+    return COMPARABLE if is_full(row) else PARTIAL
+
+
+def order(frame: pd.DataFrame, sort_by: str = "Full", descending: bool = True) -> pd.DataFrame:
+    """Sort by ``sort_by`` within each Comparison group, the groups in board order (comparable first)."""
+    if sort_by in frame:
+        frame = frame.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable")
+    ranks = frame[COMPARISON].map(_RANK).fillna(len(_RANK)).to_numpy()
+    return frame.iloc[np.argsort(ranks, kind="stable")]
+
+
+def merge(
+    evaluated: Sequence[dict[str, Any]], data_fingerprint: str | None = None, protocol: str = PROTOCOL
+) -> pd.DataFrame:
+    """Reported + reference + evaluated rows, in board columns with a Comparison label, board order.
+
+    ``data_fingerprint``: the board's reference data (default: :func:`reference_fingerprint`).
+    """
     rows = [r for r in evaluated if r.get("origin") != "reported"]  # the paper's rows come from the CSV
-    frame = pd.concat([reported_rows(), pd.DataFrame([human_row(), *rows])], ignore_index=True)
-    frame = frame.reindex(columns=list(COLUMNS.values())).rename(columns={v: k for k, v in COLUMNS.items()})
+    reference = data_fingerprint or reference_fingerprint(rows, protocol)
+    rows = [
+        {
+            **r,
+            "family": canonical_family(r["family"]) if r.get("family") else None,
+            "comparison": comparison(r, reference, protocol),
+        }
+        for r in rows
+    ]
+    references = [human_row(protocol="paper", comparison=PAPER)]
+    humans = [r["human_reference"] for r in rows if r["comparison"] == COMPARABLE and r.get("human_reference")]
+    if humans:  # the majority vote on the comparable rows' own subset items
+        value = Counter(round(float(v), 6) for v in humans).most_common(1)[0][0]
+        references.append(
+            human_row(value, data_fingerprint=reference, protocol=protocol, coverage=100.0, comparison=COMPARABLE)
+        )
+    frame = pd.concat([reported_rows().assign(comparison=PAPER), pd.DataFrame([*references, *rows])], ignore_index=True)
+    labels = {v: k for k, v in COLUMNS.items()} | {"comparison": COMPARISON}
+    frame = frame.reindex(columns=["model", "comparison", *list(COLUMNS.values())[1:]]).rename(columns=labels)
     frame["Origin"] = frame["Origin"].fillna("evaluated")
     frame["Family"] = frame["Family"].fillna("unknown")
     frame["Revision"] = frame["Revision"].astype(object).fillna("").astype(str).str[:12]
     for name in NUMERIC_COLUMNS:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").round(2)
-    return frame.sort_values("Full", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    frame = order(frame).reset_index(drop=True)
+    frame.attrs["reference"] = {"data_fingerprint": reference, "protocol": protocol}
+    return frame
 
 
 def select(
@@ -63,13 +176,15 @@ def select(
     columns: Sequence[str] = DEFAULT_COLUMNS,
     sort_by: str = "Full",
     descending: bool = True,
+    comparisons: Sequence[str] = COMPARISONS,
 ) -> pd.DataFrame:
-    """The visible board: filter by model text, family, parameter range and origin; choose and sort columns.
+    """The visible board: filter by model text, family, parameter range, origin and Comparison group;
+    choose columns; sort within each Comparison group (comparable rows stay first).
 
-    The practitioners' reference row has no size and is kept whenever its origin is selected, so it
-    stays on the board as the line to beat.
+    Model and Comparison are always shown. The practitioners' reference rows have no size and are
+    kept whenever their origin is selected, so they stay on the board as the line to beat.
     """
-    keep = frame["Origin"].isin(origins)
+    keep = frame["Origin"].isin(origins) & frame[COMPARISON].isin(comparisons)
     if search.strip():
         keep &= frame["Model"].str.contains(search.strip(), case=False, regex=False)
     if families:
@@ -79,10 +194,8 @@ def select(
         keep &= (sized >= size_min) | sized.isna()
     if size_max is not None:
         keep &= (sized <= size_max) | sized.isna()
-    shown = frame[keep]
-    if sort_by in shown:
-        shown = shown.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable")
-    wanted = ["Model", *[c for c in COLUMNS if c in columns and c != "Model"]]
+    shown = order(frame[keep], sort_by, descending)
+    wanted = ["Model", COMPARISON, *[c for c in COLUMNS if c in columns and c != "Model"]]
     return shown[wanted].reset_index(drop=True)
 
 
@@ -96,27 +209,43 @@ def plot_frames(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "full": scored["Full"],
             "family": scored["Family"],
             "origin": scored["Origin"],
+            "comparison": scored[COMPARISON],
         }
     )
     subset = frame.dropna(subset=["Subset"]).sort_values("Subset", ascending=False)
-    bars = pd.DataFrame({"model": subset["Model"], "subset": subset["Subset"], "origin": subset["Origin"]})
+    bars = pd.DataFrame(
+        {
+            "model": subset["Model"],
+            "subset": subset["Subset"],
+            "origin": subset["Origin"],
+            "comparison": subset[COMPARISON],
+        }
+    )
     return scatter, bars
 
 
 class Board:
-    """The merged board for one store, rebuilt only when the store's results change."""
+    """The merged board for one store, rebuilt only when the store's results change.
 
-    def __init__(self, store: Store):
+    ``data_fingerprint``: the board's reference data (the fingerprint of the data the Space serves,
+    when known); by default the fingerprint most full-coverage rows share. ``protocol``: the reference
+    protocol, the harness's current one by default.
+    """
+
+    def __init__(self, store: Store, data_fingerprint: str | None = None, protocol: str = PROTOCOL):
         self.store = store
+        self.data_fingerprint = data_fingerprint
+        self.protocol = protocol
         self._lock = threading.Lock()
         self._version: str | None = None
-        self._frame = merge([])
+        self._frame = merge([], data_fingerprint, protocol)
 
     def frame(self) -> pd.DataFrame:
         version = self.store.version()
         with self._lock:
             if version != self._version:
-                self._frame, self._version = merge(self.store.results()), version
+                self._frame = merge(self.store.results(), self.data_fingerprint, self.protocol)
+                self._version = version
             return self._frame
 
     def families(self) -> list[str]:

@@ -25,9 +25,11 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import validate_repo_id
 
 from tcmqa.models import count_parameters, local_revision
-from tcmqa.store import DuplicateError, Job, Store
+from tcmqa.results import canonical_family
+from tcmqa.store import DuplicateError, Job, RateLimited, Store
 
-# Decoder architectures that both engines (vLLM and transformers) load as causal LMs.
+# Decoder architectures that both engines (vLLM and transformers) load as causal LMs without remote code
+# (tests/test_validation.py holds this list to transformers' own mapping).
 SUPPORTED_ARCHITECTURES = frozenset(
     {
         "Gemma2ForCausalLM",
@@ -47,17 +49,15 @@ SUPPORTED_ARCHITECTURES = frozenset(
         "Qwen3MoeForCausalLM",
         "Qwen3_5ForConditionalGeneration",
         "GraniteForCausalLM",
-        "InternLM2ForCausalLM",
         "DeepseekV2ForCausalLM",
         "DeepseekV3ForCausalLM",
         "GlmForCausalLM",
         "Glm4ForCausalLM",
-        "ChatGLMModel",
-        "BaichuanForCausalLM",
-        "YiForCausalLM",
         "SmolLM3ForCausalLM",
     }
 )
+# Quantization formats vLLM loads from the checkpoint alone (no extra kernels package to install).
+SUPPORTED_QUANTIZATION = frozenset({"fp8", "compressed-tensors"})
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 LOCAL_PREFIXES = ("/", "./", "../", "~")
 
@@ -73,7 +73,6 @@ class Policy:
     hosted: bool
     protocol: str
     max_params_b: float = 16.0
-    remote_code_allowlist: frozenset[str] = frozenset()
     rate_limit: int = 5
     rate_window_s: float = 24 * 3600
 
@@ -107,10 +106,8 @@ def validate(model_id: str, revision: str, *, user: str, api: Any, store: Store,
     model_id, revision = (model_id or "").strip(), (revision or "").strip()
     if not model_id:
         raise Rejected("Enter a model id, e.g. Qwen/Qwen2.5-0.5B-Instruct.")
-    since = time.time() - policy.rate_window_s
-    if policy.hosted and store.submitted_since(user, since) >= policy.rate_limit:
-        hours = policy.rate_window_s / 3600
-        raise Rejected(f"Rate limit: {policy.rate_limit} submissions per {hours:g} h per user; try again later.")
+    if policy.hosted and store.submitted_since(user, time.time() - policy.rate_window_s) >= policy.rate_limit:
+        raise Rejected(_rate_limit_message(policy))  # cheap early answer; enqueue enforces it atomically
     if model_id.startswith(LOCAL_PREFIXES) or Path(model_id).is_dir():
         if policy.hosted:
             raise Rejected("Local folders are accepted only when the Space runs locally; enter a Hub model id.")
@@ -124,11 +121,19 @@ def validate(model_id: str, revision: str, *, user: str, api: Any, store: Store,
 
 
 def enqueue(accepted: Accepted, *, user: str, store: Store, policy: Policy) -> Job:
-    """Submit; a concurrent duplicate that slipped past ``validate`` is refused here atomically."""
+    """Submit; a concurrent duplicate, or a submission past the rate limit, is refused here atomically."""
+    limit = {"rate_limit": policy.rate_limit, "rate_window_s": policy.rate_window_s} if policy.hosted else {}
     try:
-        return store.submit(accepted.model, accepted.revision, policy.protocol, user, accepted.meta())
+        return store.submit(accepted.model, accepted.revision, policy.protocol, user, accepted.meta(), **limit)
     except DuplicateError as err:
         raise Rejected(_duplicate_message(err.job)) from err
+    except RateLimited as err:
+        raise Rejected(_rate_limit_message(policy)) from err
+
+
+def _rate_limit_message(policy: Policy) -> str:
+    hours = policy.rate_window_s / 3600
+    return f"Rate limit: {policy.rate_limit} submissions per {hours:g} h per user; try again later."
 
 
 def _duplicate_message(job: Job) -> str:
@@ -158,6 +163,11 @@ def _check_hub(model_id: str, revision: str, api: Any, policy: Policy) -> Accept
         raise Rejected(
             f"Revision '{revision}' does not exist in {model_id}: give a branch, tag or commit sha."
         ) from err
+    model_id = info.id or model_id  # the Hub's spelling: "qwen/QWEN2-7b" and "Qwen/Qwen2-7B" are one model
+    if info.private:
+        raise Rejected(f"{model_id} is private: its outputs would be published on the leaderboard. Make it public.")
+    if info.disabled:
+        raise Rejected(f"{model_id} is disabled on the Hub.")
     sha = info.sha
     if not sha or not re.fullmatch(r"[0-9a-f]{40}", sha):
         raise Rejected(f"Revision '{revision}' of {model_id} did not resolve to a commit sha.")
@@ -171,16 +181,13 @@ def _check_hub(model_id: str, revision: str, api: Any, policy: Policy) -> Accept
     files = [s.rfilename for s in (info.siblings or [])]
     _check_weights(model_id, files)
     config = info.config or {}
-    _check_remote_code(model_id, config, policy)
+    _check_loadable(model_id, config)
     params = getattr(info.safetensors, "total", None) if info.safetensors else None
     params_b = _check_params(model_id, params, policy)
-    if not _has_chat_template(files, lambda: _hub_tokenizer_config(api, model_id, sha)):
-        raise Rejected(
-            f"{model_id} has no chat template (tokenizer_config.json 'chat_template' or chat_template.jinja); "
-            "the protocol renders every prompt with the model's own template."
-        )
+    tokenizer_config = _hub_tokenizer_config(api, model_id, sha) if "tokenizer_config.json" in files else {}
+    _check_tokenizer(model_id, files, tokenizer_config)
     _check_architecture(model_id, config)
-    return Accepted(model_id, sha, params_b, _family(config))
+    return Accepted(model_id, sha, params_b, _family(model_id, config))
 
 
 def _hub_tokenizer_config(api: Any, model_id: str, sha: str) -> dict[str, Any]:
@@ -201,15 +208,12 @@ def _check_folder(path: Path, policy: Policy) -> Accepted:
     files = [p.name for p in path.iterdir() if p.is_file()]
     _check_weights(str(path), files)
     config = json.loads((path / "config.json").read_text())
-    _check_remote_code(path.name, config, policy)
+    _check_loadable(path.name, config)
     params_b = _check_params(str(path), count_parameters(path), policy)
-    tokenizer_config = path / "tokenizer_config.json"
-    if not _has_chat_template(
-        files, lambda: json.loads(tokenizer_config.read_text()) if tokenizer_config.exists() else {}
-    ):
-        raise Rejected(f"{path} has no chat template (tokenizer_config.json 'chat_template' or chat_template.jinja).")
+    tokenizer_file = path / "tokenizer_config.json"
+    _check_tokenizer(str(path), files, json.loads(tokenizer_file.read_text()) if tokenizer_file.exists() else {})
     _check_architecture(str(path), config)
-    return Accepted(path.name, local_revision(path), params_b, _family(config), str(path.resolve()))
+    return Accepted(path.name, local_revision(path), params_b, _family(path.name, config), str(path.resolve()))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -228,13 +232,30 @@ def _check_weights(name: str, files: list[str]) -> None:
     raise Rejected(f"{name} has no weight files.")
 
 
-def _check_remote_code(name: str, config: dict[str, Any], policy: Policy) -> None:
-    if not config.get("auto_map"):
-        return
-    owner = name.split("/")[0] + "/*"
-    if name not in policy.remote_code_allowlist and owner not in policy.remote_code_allowlist:
+def _check_loadable(name: str, config: dict[str, Any]) -> None:
+    """No remote code (the engines never run it), and a quantization the engine loads without extra packages."""
+    if config.get("auto_map"):
         raise Rejected(
-            f"{name} needs custom code (auto_map in config.json); remote code runs only for allowlisted models."
+            f"{name} needs custom code (auto_map in config.json); the leaderboard runs no remote code. "
+            "Submit a model whose architecture transformers and vLLM support natively."
+        )
+    method = (config.get("quantization_config") or {}).get("quant_method")
+    if config.get("quantization_config") and method not in SUPPORTED_QUANTIZATION:
+        raise Rejected(
+            f"{name} is quantized with {method or 'an unnamed method'}, which the evaluation engine cannot load "
+            f"as is; submit unquantized weights or one of: {', '.join(sorted(SUPPORTED_QUANTIZATION))}."
+        )
+
+
+def _check_tokenizer(name: str, files: list[str], tokenizer_config: dict[str, Any]) -> None:
+    if tokenizer_config.get("auto_map"):
+        raise Rejected(
+            f"{name} needs a custom tokenizer (auto_map in tokenizer_config.json); no remote code runs here."
+        )
+    if not ({"chat_template.jinja", "chat_template.json"} & set(files) or tokenizer_config.get("chat_template")):
+        raise Rejected(
+            f"{name} has no chat template (tokenizer_config.json 'chat_template' or chat_template.jinja); "
+            "the protocol renders every prompt with the model's own template."
         )
 
 
@@ -247,12 +268,6 @@ def _check_params(name: str, params: int | None, policy: Policy) -> float:
     return params_b
 
 
-def _has_chat_template(files: list[str], tokenizer_config: Any) -> bool:
-    if "chat_template.jinja" in files or "chat_template.json" in files:
-        return True
-    return "tokenizer_config.json" in files and bool(tokenizer_config().get("chat_template"))
-
-
 def _check_architecture(name: str, config: dict[str, Any]) -> None:
     architectures = config.get("architectures") or []
     if not set(architectures) & SUPPORTED_ARCHITECTURES:
@@ -260,5 +275,5 @@ def _check_architecture(name: str, config: dict[str, Any]) -> None:
         raise Rejected(f"{name}: architecture {shown} is not supported by the evaluation engines.")
 
 
-def _family(config: dict[str, Any]) -> str:
-    return str(config.get("model_type") or "unknown")
+def _family(name: str, config: dict[str, Any]) -> str:
+    return canonical_family(config.get("model_type"), name)
