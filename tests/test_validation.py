@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -106,6 +107,26 @@ def test_rate_limit_per_user(store: SQLiteStore) -> None:
     old = Policy(hosted=True, protocol="v1", rate_limit=2, rate_window_s=0.001)
     time.sleep(0.01)
     assert validate("org/good", "", user="alice", api=api, store=store, policy=old).revision == SHA
+
+
+def test_50_concurrent_submissions_of_one_user_stop_at_the_rate_limit_exactly(store: SQLiteStore) -> None:
+    api = hub_models()
+    for i in range(50):
+        api.add_model(f"org/c{i}", sha=f"{i:040x}")
+    policy = Policy(hosted=True, protocol="v1", rate_limit=5)
+
+    def submit(i: int) -> str:
+        try:  # validate's early check races; the store's check-and-insert is one transaction
+            enqueue(validate(f"org/c{i}", "", user="alice", api=api, store=store, policy=policy),
+                    user="alice", store=store, policy=policy)  # fmt: skip
+            return "queued"
+        except Rejected as err:
+            return str(err)
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        outcomes = list(pool.map(submit, range(50)))
+    assert outcomes.count("queued") == 5 and len(store.jobs()) == 5
+    assert all(o.startswith("Rate limit: 5 submissions per 24 h") for o in outcomes if o != "queued")
 
 
 def test_local_folder_counts_params_and_fingerprints(store: SQLiteStore, tmp_path: Path) -> None:
