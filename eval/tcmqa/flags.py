@@ -2,7 +2,10 @@
 
 Each field becomes ``--field-name``; its ``metadata`` may give ``help``, ``choices``, ``metavar`` and
 ``env`` (an environment variable that overrides the field's default, read when the parser is built).
-A ``bool`` field is a switch; a field without a default is a required flag.
+A ``bool`` field is a switch; a field without a default is a required flag. A ``dict`` field is a
+repeatable ``KEY=VALUE`` flag (``metadata["flag"]`` may name it, e.g. ``--engine-arg`` for
+``engine_args``): each VALUE is read as JSON where it parses (``512``, ``true``, ``{"a": 1}``) and kept
+as a string where it does not.
 
 >>> import argparse, dataclasses
 >>> @dataclasses.dataclass
@@ -16,12 +19,26 @@ A ``bool`` field is a switch; a field without a default is a required flag.
 Demo(model='m', limit=3, resume=True)
 >>> to_argv(Demo(model="m", limit=3, resume=True))
 ['--model', 'm', '--limit', '3', '--resume']
+>>> @dataclasses.dataclass
+... class WithDict:
+...     engine_args: dict = dataclasses.field(default_factory=dict, metadata={"flag": "--engine-arg"})
+>>> parser = argparse.ArgumentParser()
+>>> add_flags(parser, WithDict)
+>>> config = from_args(WithDict, parser.parse_args(["--engine-arg", "max_model_len=512",
+...     "--engine-arg", "enforce_eager=true", "--engine-arg", "quantization=fp8"]))
+>>> config
+WithDict(engine_args={'max_model_len': 512, 'enforce_eager': True, 'quantization': 'fp8'})
+>>> to_argv(config)
+['--engine-arg', 'max_model_len=512', '--engine-arg', 'enforce_eager=true', '--engine-arg', 'quantization=fp8']
+>>> from_args(WithDict, parser.parse_args([]))
+WithDict(engine_args={})
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import types
 import typing
@@ -39,6 +56,45 @@ def _scalar(annotation: Any) -> Any:
     return annotation
 
 
+def parse_key_value(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` -> ``(KEY, VALUE read as JSON, or the text itself where it is not JSON)``.
+
+    >>> parse_key_value("tensor_parallel_size=2"), parse_key_value("device_map=auto")
+    (('tensor_parallel_size', 2), ('device_map', 'auto'))
+    """
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def format_key_value(key: str, value: Any) -> str:
+    """The ``KEY=VALUE`` text that :func:`parse_key_value` reads back as ``(key, value)``."""
+    if isinstance(value, str) and parse_key_value(f"{key}={value}")[1] == value:
+        return f"{key}={value}"
+    return f"{key}={json.dumps(value)}"
+
+
+class _KeyValueAction(argparse.Action):
+    """Collects repeated ``KEY=VALUE`` flags into one dict (a later KEY replaces an earlier one)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        key, value = values
+        setattr(namespace, self.dest, {**(getattr(namespace, self.dest, None) or {}), key: value})
+
+
+def _is_dict(kind: Any) -> bool:
+    return kind is dict or typing.get_origin(kind) is dict
+
+
+def _flag(field: dataclasses.Field) -> str:
+    return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
+
+
 def add_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = ()) -> None:
     """Add one flag per field of the dataclass ``cls`` (except ``skip``)."""
     hints = typing.get_type_hints(cls)
@@ -46,8 +102,19 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ..
         if field.name in skip:
             continue
         meta = dict(field.metadata)
-        flag = "--" + field.name.replace("_", "-")
+        flag = _flag(field)
         kind = _scalar(hints[field.name])
+        if _is_dict(kind):
+            parser.add_argument(
+                flag,
+                action=_KeyValueAction,
+                type=parse_key_value,
+                default={},
+                dest=field.name,
+                metavar=meta.get("metavar", "KEY=VALUE"),
+                help=meta.get("help"),
+            )
+            continue
         default = field.default if field.default is not dataclasses.MISSING else None
         if "env" in meta and os.environ.get(meta["env"]):
             default = kind(os.environ[meta["env"]])
@@ -72,12 +139,15 @@ def from_args(cls: type[T], args: argparse.Namespace, **overrides: Any) -> T:
 
 
 def to_argv(config: Any) -> list[str]:
-    """The flags that rebuild ``config`` (fields left at None or False are left out)."""
+    """The flags that rebuild ``config`` (fields left at None, False or an empty dict are left out)."""
     argv: list[str] = []
     for field in dataclasses.fields(config):
         value = getattr(config, field.name)
-        flag = "--" + field.name.replace("_", "-")
-        if value is True:
+        flag = _flag(field)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                argv += [flag, format_key_value(key, item)]
+        elif value is True:
             argv.append(flag)
         elif value is not None and value is not False:
             argv += [flag, str(value)]

@@ -2,8 +2,12 @@
 
 Writes ``OUT/outputs/part-*.parquet`` (the ``outputs`` config), ``OUT/results.json`` (one ``results``
 row) and ``OUT/run.json`` (what was run, so that ``--resume`` continues only the same run), then
-prints the leaderboard row. Items are processed in chunks; a crashed run resumes from its last
-finished chunk.
+prints the leaderboard row. Items are processed in chunks (by default 2048 items on a GPU, 256 on a
+CPU); a crashed run resumes from its last finished chunk, with the chunk size it started with.
+
+``--shard I/N`` evaluates the items whose id hashes to I modulo N (:func:`shard_of`: stable when the
+corpus grows by appending), each shard in its own run folder; ``tcmqa merge`` (``tcmqa.merge``) joins
+the N folders into the folder an unsharded run would have written.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import inspect
 import json
 import time
 from collections import defaultdict
@@ -23,7 +28,7 @@ from tqdm.auto import tqdm
 
 from tcmqa import flags, prompts
 from tcmqa import outputs as outputs_mod
-from tcmqa.engines import DTYPES, ENGINES, Engine, load_engine
+from tcmqa.engines import DTYPES, ENGINES, Engine, check_options, load_engine
 from tcmqa.models import count_parameters
 from tcmqa.outputs import MANIFEST
 from tcmqa.schema import HUB_ID, RESULT_COLUMNS
@@ -58,9 +63,33 @@ class EvalConfig:
     chat_template: Path | None = field(
         default=None, metadata={"help": "Jinja chat template for models without one", "metavar": "FILE"}
     )
-    chunk_size: int = field(default=256, metadata={"help": "items per engine call and per output part"})
+    chunk_size: int | None = field(
+        default=None,
+        metadata={
+            "help": "items per engine call and per output part (default: 2048 on a GPU, 256 on a CPU; "
+            "--resume keeps the run's own)",
+            "metavar": "N",
+        },
+    )
     batch_size: int = field(default=32, metadata={"help": "transformers engine: sequences per forward pass"})
     enforce_eager: bool = field(default=False, metadata={"help": "vLLM: skip graph compilation (faster start)"})
+    engine_args: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={
+            "flag": "--engine-arg",
+            "help": "an engine option, repeatable; VALUE is read as JSON where it parses. vLLM: any field of "
+            "EngineArgs or parameter of vllm.LLM (tensor_parallel_size=2, data_parallel_size=4, max_model_len=4096, "
+            "gpu_memory_utilization=0.9, quantization=fp8); transformers: batch_size, device, attn_implementation, "
+            "device_map, low_cpu_mem_usage, max_memory, offload_folder, offload_state_dict, use_safetensors",
+        },
+    )
+    shard: str | None = field(
+        default=None,
+        metadata={
+            "help": "evaluate shard I of N (0 <= I < N) of the items, by item id; join with `tcmqa merge`",
+            "metavar": "I/N",
+        },
+    )
     name: str | None = field(
         default=None, metadata={"help": "model name in the rows (default: the Hub id, or a local folder's name)"}
     )
@@ -71,6 +100,9 @@ class EvalConfig:
         self.data = str(self.data)
         self.out = None if self.out is None else Path(self.out)
         self.chat_template = None if self.chat_template is None else Path(self.chat_template)
+        self.engine_args = dict(self.engine_args or {})
+        if self.shard is not None:
+            parse_shard(self.shard)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EvalConfig:
@@ -104,6 +136,44 @@ class Stopwatch:
             yield
         finally:
             self.seconds[stage] += time.perf_counter() - start
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` -> ``(I, N)`` with ``0 <= I < N``.
+
+    >>> parse_shard("2/3")
+    (2, 3)
+    """
+    index, sep, count = str(text).partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i, n = -1, 0
+    if not sep or not 0 <= i < n:
+        raise ValueError(f"--shard takes I/N with 0 <= I < N (e.g. 0/4), got {text!r}")
+    return i, n
+
+
+def shard_of(item_id: str, n_shards: int) -> int:
+    """The shard an item belongs to: SHA-256 of its id, modulo N.
+
+    It depends on the id alone, so an item keeps its shard when the corpus grows by appending, and
+    every process (whatever its PYTHONHASHSEED) computes the same partition.
+
+    >>> [shard_of(item_id, 3) for item_id in ("q-0001", "q-0002", "q-0003")] == [
+    ...     shard_of(item_id, 3) for item_id in ("q-0001", "q-0002", "q-0003")]
+    True
+    """
+    digest = hashlib.sha256(item_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % n_shards
+
+
+def shard_items(items: list[dict[str, Any]], shard: str | None) -> list[dict[str, Any]]:
+    """The items of ``shard`` ("I/N"), in their order; all of them when ``shard`` is None."""
+    if shard is None:
+        return items
+    index, count = parse_shard(shard)
+    return [item for item in items if shard_of(item["id"], count) == index]
 
 
 def model_name(config: EvalConfig) -> str:
@@ -221,51 +291,119 @@ def check_out_dir(out: Path, manifest: dict[str, Any], resume: bool) -> None:
 
 
 def engine_options(config: EvalConfig) -> dict[str, Any]:
+    """The options the engine is loaded with: its flags (--batch-size, --enforce-eager), then --engine-arg."""
     if config.engine == "transformers":
-        return {"batch_size": config.batch_size}
-    return {"enforce_eager": True} if config.enforce_eager else {}
+        options: dict[str, Any] = {"batch_size": config.batch_size}
+    else:
+        options = {"enforce_eager": True} if config.enforce_eager else {}
+    return {**options, **config.engine_args}
 
 
-def run(config: EvalConfig, engine: Engine | None = None) -> Report:
-    """Evaluate; ``engine`` lets a caller reuse a loaded engine (it must match ``config``)."""
-    watch = Stopwatch()
-    with watch("load"):
-        items, subset, scorable = select_items(config)
-        if config.dry_run:
-            dry_run(config, items)
-            return Report({}, Path(), 0)
-        chat_template = read_template(config)
-        if engine is None:
-            engine = load_engine(
-                config.engine,
-                config.model,
-                revision=config.revision,
-                dtype=config.dtype,
-                chat_template=chat_template,
-                **engine_options(config),
-            )
-        elif (engine.name, engine.model_id, engine.chat_template) != (config.engine, config.model, chat_template) or (
-            config.dtype != "auto" and engine.dtype != config.dtype
-        ):
-            raise ValueError("the engine passed in was loaded for another engine, model, dtype or chat template")
-    name = model_name(config)
-    out = config.out or Path("runs") / name.replace("/", "__")
-    manifest = {
-        "model": name,
+def engine_args_text(options: dict[str, Any]) -> str:
+    """The engine options as the results row records them: JSON, keys sorted."""
+    return json.dumps(options, sort_keys=True, ensure_ascii=False)
+
+
+def open_engine(config: EvalConfig) -> Engine:
+    """Load the engine ``config`` asks for (its options are checked before the model loads)."""
+    return load_engine(
+        config.engine,
+        config.model,
+        revision=config.revision,
+        dtype=config.dtype,
+        chat_template=read_template(config),
+        **engine_options(config),
+    )
+
+
+def chunk_size(config: EvalConfig, engine: Engine, out: Path) -> int:
+    """--chunk-size; else, resuming, the run's own; else the engine's default for its hardware."""
+    if config.chunk_size:
+        return config.chunk_size
+    manifest_file = out / MANIFEST
+    if config.resume and manifest_file.exists():
+        recorded = json.loads(manifest_file.read_text()).get("chunk_size")
+        if recorded:
+            return int(recorded)
+    return engine.default_chunk_size
+
+
+def run_manifest(
+    config: EvalConfig, engine: Engine, selection: list[dict[str, Any]], items: list[dict[str, Any]], chunk: int
+) -> dict[str, Any]:
+    """What was run (``run.json``): --resume continues only the same run, ``tcmqa merge`` joins only
+    shards of the same run. ``selection`` is every item the run (all its shards) covers; ``items`` this
+    shard's."""
+    chat_template = read_template(config)
+    return {
+        "model": model_name(config),
         **engine.describe(),
+        "engine_args": engine_options(config),
         "protocol": prompts.PROTOCOL,
         "chat_template": None if chat_template is None else prompts.prompt_hash(chat_template)[:16],
         "data": str(config.data),
         "data_revision": config.data_revision,
         "data_fingerprint": data_fingerprint(items),
         "n_items": len(items),
-        "chunk_size": config.chunk_size,
+        "chunk_size": chunk,
+        "limit": config.limit,
+        "subset_only": config.subset_only,
+        "shard": config.shard,
+        "selection_fingerprint": data_fingerprint(selection),
+        "n_selection": len(selection),
     }
+
+
+def run_facts(engine: Engine, config: EvalConfig) -> dict[str, Any]:
+    """What the results row says about the model and the engine (everything but the data and the rows)."""
+    from tcmqa.results import results_row
+
+    described = engine.describe()
+    accepted = inspect.signature(results_row).parameters
+    facts = {key: value for key, value in described.items() if key in accepted}  # engine, version, dtype, ...
+    return {
+        **facts,
+        "family": config.family,
+        "params_b": count_parameters(engine.path) / 1e9,
+        "engine_args": engine_args_text(engine_options(config)),
+    }
+
+
+def run(config: EvalConfig, engine: Engine | None = None) -> Report:
+    """Evaluate; ``engine`` lets a caller reuse a loaded engine (it must match ``config``)."""
+    watch = Stopwatch()
+    with watch("load"):
+        check_options(config.engine, engine_options(config))  # an unknown --engine-arg fails before any load
+        selection, subset, scorable = select_items(config)
+        items = shard_items(selection, config.shard)
+        if not items:
+            raise SystemExit(f"shard {config.shard} holds none of the {len(selection)} items; use fewer shards")
+        if config.dry_run:
+            dry_run(config, items)
+            return Report({}, Path(), 0)
+        chat_template = read_template(config)
+        if engine is None:
+            engine = open_engine(config)
+        elif (engine.name, engine.model_id, engine.chat_template) != (config.engine, config.model, chat_template) or (
+            config.dtype != "auto" and engine.dtype != config.dtype
+        ):
+            raise ValueError("the engine passed in was loaded for another engine, model, dtype or chat template")
+        elif engine.requested_options != engine_options(config):
+            raise ValueError(
+                f"the engine passed in was loaded with other options ({engine.requested_options}) than the run "
+                f"asks for ({engine_options(config)})"
+            )
+    name = model_name(config)
+    out = config.out or Path("runs") / (
+        name.replace("/", "__") + (f"-shard{config.shard.replace('/', 'of')}" if config.shard else "")
+    )
+    chunk = chunk_size(config, engine, out)
+    manifest = run_manifest(config, engine, selection, items, chunk)
     check_out_dir(out, manifest, config.resume)
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
 
-    chunks = [items[start : start + config.chunk_size] for start in range(0, len(items), config.chunk_size)]
+    chunks = [items[start : start + chunk] for start in range(0, len(items), chunk)]
     generated = 0
     with tqdm(total=len(items), desc=f"{name} ({engine.name})", unit="item") as bar:
         for index, chunk in enumerate(chunks):
@@ -285,35 +423,22 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
             bar.update(len(chunk))
 
     with watch("write"):
-        results = summarise(out, items, subset, engine, config, data_facts(config, scorable))
+        results = summarise(out, items, subset, {**run_facts(engine, config), **data_facts(config, scorable)})
     return Report(results, out, generated, dict(watch.seconds))
 
 
-def summarise(
-    out: Path,
-    items: list[dict[str, Any]],
-    subset: Any,
-    engine: Engine,
-    config: EvalConfig,
-    data: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Check the run is complete and exact, then write the results row (``data``: :func:`data_facts`)."""
+def summarise(out: Path, items: list[dict[str, Any]], subset: Any, facts: dict[str, Any]) -> dict[str, Any]:
+    """Check the run folder holds exactly one row per item in order, then write its results row.
+
+    ``facts`` are the row's keywords beyond the output rows (:func:`run_facts` and :func:`data_facts`).
+    ``tcmqa eval`` and ``tcmqa merge`` both end here, so a merged run's row is an unsharded run's.
+    """
     from tcmqa.results import results_row
 
     frame = outputs_mod.read_outputs(out)
     if frame["item_id"].tolist() != [item["id"] for item in items]:
         raise RuntimeError(f"{out} does not hold exactly one row per item in order; rerun into an empty --out")
-    facts = engine.describe()
-    results = results_row(
-        frame,
-        subset,
-        family=config.family,
-        params_b=count_parameters(engine.path) / 1e9,
-        engine=facts["engine"],
-        engine_version=facts["engine_version"],
-        dtype=facts["dtype"],
-        **(data or {}),
-    )
+    results = results_row(frame, subset, **facts)
     (out / outputs_mod.RESULTS_FILE).write_text(json.dumps(results, ensure_ascii=False, indent=1))
     return results
 

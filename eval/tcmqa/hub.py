@@ -50,6 +50,8 @@ OUTPUTS_DIR = "outputs"
 REQUESTS_DIR = "requests"
 MIRROR_CURSOR = "hub.mirror.cursor"  # store state: status_at of the newest status change mirrored
 MIRROR_LAST = "hub.mirror.last_commit"  # store state: wall time of the last mirror commit
+RESPONSES_VERSION = "hub.responses.version"  # store state: the practice version last published
+RESPONSES_LAST = "hub.responses.last_commit"  # store state: wall time of the last responses commit
 MIRROR_SENT = "hub.mirror.sent"  # store state: {job id: [status, status_at]} mirrored near the cursor
 
 
@@ -504,6 +506,81 @@ class Publisher:
                 log.exception("saving the requests mirror's cursor failed")
             log.info("mirrored %d request status(es) to %s in %s", len(fresh), repo, commit)
             return len(fresh)
+
+    # -- the responses and subset configs (practitioner mode) ---------------------------------------
+    def publish_responses(
+        self,
+        version: str,
+        tables: Callable[[], dict[str, list[dict[str, Any]]]],
+        every_s: float = 300.0,
+        force: bool = False,
+    ) -> bool:
+        """Commit the rebuilt ``responses`` and ``subset`` configs, coalesced; True when committed.
+
+        ``version`` names the state of the practice responses (``Store.practice_version``); nothing is
+        committed when that version is already on the Hub, nor (unless ``force``) within ``every_s`` of
+        the last such commit, so many submissions make one commit. ``tables()`` gives the rows (only
+        called when a commit is due); each config is one shard at the path ``tcmqa build`` writes, so the
+        new shard replaces the old. Never raises: a failure holds the repo like a results commit does.
+        """
+        from tcmqa.schema import FEATURES
+
+        with self._lock:
+            try:
+                if self.store.get_state(RESPONSES_VERSION) == version:
+                    return False
+                last = float(self.store.get_state(RESPONSES_LAST) or 0.0)
+            except Exception:
+                log.exception("reading the responses publication state failed")
+                return False
+            now = self.clock()
+            if not force and now - last < every_s:
+                return False
+            if not self._ready(self.repo_id):
+                return False
+            try:
+                rows = tables()
+                operations = []
+                for config in ("responses", "subset"):
+                    sink = io.BytesIO()
+                    table = pa.Table.from_pylist(rows[config], schema=FEATURES[config].arrow_schema)
+                    pq.write_table(table, sink)
+                    path = f"{config}/test-00000-of-00001.parquet"
+                    operations.append(CommitOperationAdd(path, sink.getvalue()))
+                message = (
+                    f"practitioner responses: {len(rows['responses'])} responses, {len(rows['subset'])} subset items"
+                )
+                commit = self._commit(self.repo_id, operations, message)
+            except Exception as err:
+                delay = self._failed(self.repo_id, err)
+                log.warning(
+                    "publishing the responses to %s failed: %s; retrying in %.3gs", self.repo_id, _short(err), delay
+                )
+                return False
+            try:
+                self.store.set_state(RESPONSES_VERSION, version)
+                self.store.set_state(RESPONSES_LAST, repr(now))
+            except Exception:
+                log.exception("published the responses in %s, but saving that failed", commit)
+            log.info("published the responses and subset configs to %s in %s", self.repo_id, commit)
+            return True
+
+    def run_responses_forever(
+        self,
+        stop_event: threading.Event,
+        source: Callable[[], tuple[str | None, Callable[[], dict[str, list[dict[str, Any]]]]]],
+        every_s: float = 300.0,
+        poll_s: float = 30.0,
+    ) -> None:
+        """Publish ``source()``'s (version, tables) with :meth:`publish_responses` until ``stop_event`` is set."""
+        while not stop_event.is_set():
+            try:
+                version, tables = source()
+                if version is not None:  # None: nothing new to publish (no practitioner answered here)
+                    self.publish_responses(version, tables, every_s)
+            except Exception:
+                log.exception("responses publication iteration failed")
+            stop_event.wait(poll_s)
 
     # -- the loop --------------------------------------------------------------------------------
     def run_forever(self, stop_event: threading.Event, poll_s: float = 10.0) -> None:

@@ -241,6 +241,20 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
     ResultColumn("n_subset", "Subset items", "int32", board=False),
     ResultColumn("engine_version", "Engine version", "string", board=False),
     ResultColumn("dtype", "Dtype", "string", board=False, doc="weights dtype of the run"),
+    ResultColumn(
+        "engine_args",
+        "Engine args",
+        "string",
+        board=False,
+        doc="the engine options of the run (`--engine-arg`, `--enforce-eager`, `--batch-size`) as sorted JSON",
+    ),
+    ResultColumn(
+        "batch_invariant",
+        "Batch-invariant",
+        "bool",
+        board=False,
+        doc="ran with vLLM's batch-invariant kernels (an item's output does not depend on its batch); null: not said",
+    ),
 )
 RESULTS = datasets.Features({c.name: datasets.Value(c.dtype) for c in RESULT_COLUMNS})
 

@@ -67,7 +67,7 @@ class WorkerConfig:
         metadata={
             "env": "TCMQA_WORKER_COMMAND",
             "help": "harness command template; placeholders {python} {model} {data} {out}; "
-            "--revision, --name, --family, --engine, --dtype, --limit are appended",
+            "--revision, --name, --family, --engine, --dtype, --limit, --engine-arg are appended",
         },
     )
     engine: str | None = dataclasses.field(
@@ -84,6 +84,14 @@ class WorkerConfig:
     )
     limit: int | None = dataclasses.field(
         default=None, metadata={"help": "evaluate only the first N items (smoke runs)", "metavar": "N"}
+    )
+    engine_args: dict[str, Any] = dataclasses.field(
+        default_factory=dict,
+        metadata={
+            "flag": "--engine-arg",
+            "help": "an engine option passed to every harness run as --engine-arg KEY=VALUE (repeatable; VALUE read "
+            "as JSON where it parses), e.g. tensor_parallel_size=2",
+        },
     )
     timeout_s: float = dataclasses.field(default=4 * 3600, metadata={"help": "seconds a harness run may take"})
     heartbeat_s: float = dataclasses.field(default=10.0, metadata={"help": "seconds between heartbeats"})
@@ -128,6 +136,8 @@ def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
         argv += ["--dtype", cfg.dtype]
     if cfg.limit:
         argv += ["--limit", str(cfg.limit)]
+    for key, value in cfg.engine_args.items():
+        argv += ["--engine-arg", flags.format_key_value(key, value)]
     return argv
 
 

@@ -24,6 +24,8 @@ from tcmqa.models import resolve_model
 from tcmqa_metric import LETTERS
 
 DTYPES = ("bfloat16", "float32", "auto")
+CHUNK_ACCELERATED = 2048  # default chunk size on CUDA/ROCm
+CHUNK_CPU = 256  # default chunk size on a CPU
 _FULL_WIDTH = {letter: chr(ord(letter) + 0xFEE0) for letter in LETTERS}  # A -> Ａ
 _SPACE_MARKS = ("", "▁", "Ġ", " ")  # sentencepiece and byte-level BPE spellings of a leading space
 
@@ -112,6 +114,9 @@ class Engine(ABC):
 
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        from tcmqa.engines import check_options
+
+        check_options(self.name, options)  # before anything loads
         self.model_id = model
         self.path, self.revision = resolve_model(model, revision)
         self.dtype = resolve_dtype(self.path, dtype)
@@ -121,6 +126,7 @@ class Engine(ABC):
         self.letters = LetterTokens.from_tokenizer(self.tokenizer)
         self.stop_ids = stop_token_ids(self.path, self.tokenizer)
         self.options = options
+        self.requested_options = dict(options)  # as asked for, before _load adds its defaults or pops its own
         self._load()
 
     @property
@@ -152,6 +158,20 @@ class Engine(ABC):
             text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
             completions.append(Completion(text, finish_reason, len(prompt.token_ids), self.letters.combine(first)))
         return completions
+
+    @property
+    def accelerated(self) -> bool:
+        """Whether the model runs on an accelerator (CUDA or ROCm) rather than on the CPU."""
+        import torch
+
+        return torch.cuda.is_available()
+
+    @property
+    def default_chunk_size(self) -> int:
+        """Items per engine call and output part when ``--chunk-size`` is not given: large on an
+        accelerator (the scheduler batches across the whole chunk), small on a CPU (a part lands
+        every few minutes, so a crash loses little)."""
+        return CHUNK_ACCELERATED if self.accelerated else CHUNK_CPU
 
     def describe(self) -> dict[str, str]:
         """Engine facts recorded with every run."""

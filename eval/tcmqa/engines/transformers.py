@@ -12,9 +12,25 @@ from tcmqa.engines.base import Engine, Prompt
 
 
 class TransformersEngine(Engine):
-    """Options: ``batch_size`` (default 32), ``device`` (default: CUDA if available, else CPU)."""
+    """Options: ``batch_size`` (default 32), ``device`` (default: CUDA if available, else CPU), and the
+    ``from_pretrained`` keywords in ``FROM_PRETRAINED`` (with ``device_map`` the model stays where
+    accelerate places it and ``device`` is ignored)."""
 
     name = "transformers"
+    OWN_OPTIONS = frozenset({"batch_size", "device"})
+    # from_pretrained keywords an --engine-arg may set: placement and memory, never the weights' values
+    # (dtype and revision are tcmqa's own flags) and never trust_remote_code (remote code never runs).
+    FROM_PRETRAINED = frozenset(
+        {
+            "attn_implementation",
+            "device_map",
+            "low_cpu_mem_usage",
+            "max_memory",
+            "offload_folder",
+            "offload_state_dict",
+            "use_safetensors",
+        }
+    )
 
     @property
     def version(self) -> str:
@@ -27,8 +43,13 @@ class TransformersEngine(Engine):
 
         self.batch_size = int(self.options.get("batch_size", 32))
         self.device = self.options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, self.dtype))
-        self.model.to(self.device).eval()
+        load = {key: value for key, value in self.options.items() if key in self.FROM_PRETRAINED}
+        self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, self.dtype), **load)
+        if load.get("device_map") is None:
+            self.model.to(self.device)
+        else:  # placed by accelerate; inputs go to the first device
+            self.device = str(self.model.device)
+        self.model.eval()
         pad_id = self.tokenizer.pad_token_id
         self.pad_id = pad_id if pad_id is not None else self.stop_ids[0]
         # Replace the checkpoint's generation defaults: generate() fills every unset field from them.
@@ -40,6 +61,10 @@ class TransformersEngine(Engine):
             eos_token_id=self.stop_ids,
             pad_token_id=self.pad_id,
         )
+
+    @property
+    def accelerated(self) -> bool:
+        return not str(self.device).startswith("cpu")
 
     def _generate(self, batch: Sequence[Prompt]) -> list[tuple[list[int], str, dict[int, float]]]:
         # Similar lengths share a batch, so little compute goes to padding.

@@ -1,4 +1,9 @@
-"""vLLM engine: ``LLM.chat`` over a chunk of items, prefix caching on, letter log-probs by token id.
+"""vLLM engine: the protocol's token ids through ``LLM.generate``, prefix caching on, letter log-probs
+by token id.
+
+The prompts go in as token ids (``TokensPrompt``), exactly the ids ``Engine.render`` produced from the
+protocol's rendering, so vLLM neither re-renders the chat template nor re-tokenizes (what ``LLM.chat``
+did, a second time, for every item), and what the model sees is the protocol's rendering by construction.
 
 vLLM starts worker processes by spawn: a script that creates this engine needs an
 ``if __name__ == "__main__":`` guard.
@@ -6,15 +11,19 @@ vLLM starts worker processes by spawn: a script that creates this engine needs a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from typing import Any
 
 from tcmqa import prompts
 from tcmqa.engines.base import Engine, Prompt
 
 
 class VLLMEngine(Engine):
-    """Options: ``enforce_eager`` (skip graph compilation: faster start, slower run), and any other
-    keyword of ``vllm.LLM`` (e.g. ``max_model_len``, ``gpu_memory_utilization``)."""
+    """Options: ``enforce_eager`` (skip graph compilation: faster start, slower run), ``batch_invariant``
+    (vLLM's batch-invariant kernels, ``VLLM_BATCH_INVARIANT=1``: an item's output does not depend on which
+    other items share its batch; CUDA only, refused on CPU), and any other keyword of ``vllm.LLM`` (e.g.
+    ``max_model_len``, ``gpu_memory_utilization``)."""
 
     name = "vllm"
 
@@ -25,9 +34,21 @@ class VLLMEngine(Engine):
         return vllm.__version__
 
     def _load(self) -> None:
+        from tcmqa.engines import require_vllm
+
+        require_vllm()  # an older vLLM lacks SamplingParams(logprob_token_ids=...): say which is needed
         from vllm import LLM, SamplingParams
         from vllm.platforms import current_platform
 
+        self.batch_invariant = bool(self.options.pop("batch_invariant", False))
+        if self.batch_invariant:
+            if not current_platform.is_cuda_alike():
+                raise ValueError(
+                    "batch_invariant needs vLLM's batch-invariant kernels, which run on CUDA/ROCm GPUs only "
+                    f"(this vLLM runs on {current_platform.device_type or 'CPU'}); drop the option here"
+                )
+            # Read by vLLM when the engine starts, in this process and in the workers it spawns.
+            os.environ["VLLM_BATCH_INVARIANT"] = "1"
         if current_platform.is_cpu():
             # The CPU default (128-token blocks) is longer than the instruction all prompts share,
             # so prefix caching would never hit; 32 is the smallest block the CPU kernels run well.
@@ -59,26 +80,29 @@ class VLLMEngine(Engine):
         )
 
     def _generate(self, batch: Sequence[Prompt]) -> list[tuple[list[int], str, dict[int, float]]]:
-        outputs = self.llm.chat(
-            [prompt.messages for prompt in batch],
+        from vllm.inputs import TokensPrompt
+
+        outputs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=list(prompt.token_ids)) for prompt in batch],
             self.sampling,
             use_tqdm=False,
-            chat_template=self.chat_template,
-            chat_template_kwargs=prompts.CHAT_TEMPLATE_KWARGS,
-            add_generation_prompt=True,
         )
         results = []
         for prompt, output in zip(batch, outputs, strict=True):
             if list(output.prompt_token_ids) != prompt.token_ids:
                 raise RuntimeError(
-                    "vLLM rendered a different prompt than the protocol's rendering "
-                    f"({len(output.prompt_token_ids)} vs {len(prompt.token_ids)} tokens); check the chat template."
+                    f"vLLM ran {len(output.prompt_token_ids)} prompt tokens where the protocol rendered "
+                    f"{len(prompt.token_ids)}; outputs came back out of order or altered."
                 )
             completion = output.outputs[0]
             first = completion.logprobs[0]
             logprobs = {i: first[i].logprob for i in self.letters.all_ids}
             results.append((list(completion.token_ids), completion.finish_reason, logprobs))
         return results
+
+    def describe(self) -> dict[str, Any]:
+        """Engine facts recorded with every run, and whether it ran batch-invariant."""
+        return {**super().describe(), "batch_invariant": self.batch_invariant}
 
     def close(self) -> None:
         """Shut the engine's worker processes down."""

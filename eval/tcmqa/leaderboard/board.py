@@ -29,6 +29,7 @@ subset items), a second reference row with that value among the comparable rows.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -232,19 +233,35 @@ class Board:
     protocol, the harness's current one by default.
     """
 
-    def __init__(self, store: Store, data_fingerprint: str | None = None, protocol: str = PROTOCOL):
+    def __init__(
+        self, store: Store, data_fingerprint: str | None = None, protocol: str = PROTOCOL, practice: Any = None
+    ):
         self.store = store
         self.data_fingerprint = data_fingerprint
         self.protocol = protocol
+        self.practice = practice  # a tcmqa.leaderboard.practice.Practice: the reference grows with its responses
         self._lock = threading.Lock()
         self._version: str | None = None
         self._frame = merge([], data_fingerprint, protocol)
 
+    def _rows(self) -> list[dict[str, Any]]:
+        """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference
+        recomputed on the subset as it stands (the imported study plus the Space's own responses)."""
+        rows = self.store.results()
+        if self.practice is not None:
+            try:
+                rows = self.practice.reference_rows(rows)
+            except Exception:  # the data may be unreachable: the rows as recorded
+                logging.getLogger("tcmqa.board").exception("recomputing the practitioners' reference failed")
+        return rows
+
     def frame(self) -> pd.DataFrame:
         version = self.store.version()
+        if self.practice is not None:
+            version += "|" + self.store.practice_version()
         with self._lock:
             if version != self._version:
-                self._frame = merge(self.store.results(), self.data_fingerprint, self.protocol)
+                self._frame = merge(self._rows(), self.data_fingerprint, self.protocol)
                 self._version = version
             return self._frame
 

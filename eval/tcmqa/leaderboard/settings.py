@@ -7,7 +7,7 @@ import os
 
 from tcmqa.leaderboard.validation import Policy
 from tcmqa.prompts import PROTOCOL
-from tcmqa.schema import HUB_ID
+from tcmqa.schema import BLOCK_SIZE, HUB_ID, RATERS_PER_ITEM
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +26,13 @@ class Settings:
     publish: bool = False  # publish finished evaluations to the Hub (hosted default)
     results_repo: str = HUB_ID  # the dataset repo whose results/outputs configs receive them
     requests_repo: str = f"{HUB_ID}-requests"  # the public mirror of the requests (status, reason, times)
+    # practitioner mode (tcmqa.leaderboard.practice)
+    practice: bool = True  # the Practitioners tab
+    practice_block_size: int = BLOCK_SIZE  # items per block
+    practice_raters: int = RATERS_PER_ITEM  # practitioners per block
+    practice_daily_cap: int | None = 300  # responses per account per UTC day (None: no cap)
+    practice_admins: tuple[str, ...] = ()  # accounts allowed progress, export and exclusion
+    responses_every_s: float = 600.0  # at most one responses/subset commit this often
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -46,6 +53,12 @@ class Settings:
             publish=env("TCMQA_PUBLISH", "1" if hosted else "0") == "1",
             results_repo=env("TCMQA_RESULTS_REPO", HUB_ID),
             requests_repo=env("TCMQA_REQUESTS_REPO", f"{HUB_ID}-requests"),
+            practice=env("TCMQA_PRACTICE", "1") == "1",
+            practice_block_size=int(env("TCMQA_BLOCK_SIZE", str(BLOCK_SIZE))),
+            practice_raters=int(env("TCMQA_RATERS", str(RATERS_PER_ITEM))),
+            practice_daily_cap=int(env("TCMQA_DAILY_CAP", "300")) or None,
+            practice_admins=tuple(a.strip() for a in env("TCMQA_ADMINS", "").split(",") if a.strip()),
+            responses_every_s=float(env("TCMQA_RESPONSES_EVERY_S", "600")),
         )
 
     def policy(self) -> Policy:

@@ -1,0 +1,212 @@
+"""The Practitioners tab of the Space, launched for real and driven with gradio_client: three
+practitioners answer the same block (subset majority vote, the practitioners' reference row and
+Δ human change), a fourth gets another block, no reference answer in any response before the block
+ends, the admin's progress/export/exclusion, and the responses publication through the Publisher."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from fakehub import FakeHub
+from gradio_client import Client
+from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
+from space_fixtures import ALL_ORIGINS, board, hub_models, launch, local_settings
+
+from tcmqa.build import build
+from tcmqa.data import load_config
+from tcmqa.hub import Publisher
+from tcmqa.leaderboard.practice import Practice
+from tcmqa.prompts import PROTOCOL
+from tcmqa.schema import OUTPUTS
+from tcmqa.store import SQLiteStore
+
+HUMAN = "Licensed practitioners (majority vote)"
+
+
+@pytest.fixture(scope="module")
+def half_tree(tmp_path_factory) -> Path:
+    """The demo items; the imported study (block 0, three raters) covers the first 16 only."""
+    items = read_jsonl(DEMO_ITEMS)
+    rated = {i["question_id"] for i in items[:16]}
+    root = tmp_path_factory.mktemp("half")
+    db = write_platform_db(root / "p.sqlite", items, [r for r in demo_interactions(items) if r[1] in rated])
+    build([str(DEMO_ITEMS)], root / "tree", str(db))
+    return root / "tree"
+
+
+def evaluated_model(store: SQLiteStore, tree: Path, tmp_path: Path) -> None:
+    """A finished evaluation on every item (right on even positions), with its outputs in the store."""
+    corpus = load_config(str(tree), "corpus").to_list()
+    rows = []
+    for i, item in enumerate(corpus):
+        rows.append(
+            {
+                "model": "org/model",
+                "item_id": item["id"],
+                "answer_type": item["answer_type"],
+                "generated_text": "",
+                "prediction": item["answer"] if i % 2 == 0 else ["E"],
+                "correct": i % 2 == 0 or item["answer"] == ["E"],
+            }
+        )
+    path = tmp_path / "part-00000.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=OUTPUTS.arrow_schema), path)
+    store.submit("org/model", "a" * 40, PROTOCOL, "local")
+    job = store.claim("w")
+    row = {
+        "model": "org/model",
+        "origin": "evaluated",
+        "family": "Qwen2",
+        "params_b": 0.5,
+        "full": 50.0,
+        "subset": 50.0,
+        "human_reference": 60.0,
+        "delta_human": -10.0,
+        "protocol": PROTOCOL,
+        "data_fingerprint": "fp",
+        "coverage": 100.0,
+        "revision": "a" * 40,
+    }
+    assert store.finish(job, row, [path])
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory, half_tree: Path):
+    store = SQLiteStore(tmp_path_factory.mktemp("practice-store"))
+    evaluated_model(store, half_tree, tmp_path_factory.mktemp("outputs"))
+    settings = local_settings(store.root, half_tree, practice_block_size=5, practice_admins=("admin",))
+    demo, url = launch(settings, store, hub_models())
+    yield store, url
+    demo.close()
+
+
+FORBIDDEN = ('answer"', "Answer", "accuracy", "correct", "Your accuracy", "explanation")
+
+
+def leaks(result: object) -> list[str]:
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    return [word for word in FORBIDDEN if word in text]
+
+
+def human_rows(client: Client) -> list[dict]:
+    return [r for r in board(client) if r["Model"] == HUMAN]
+
+
+def full_board(client: Client) -> list[dict]:
+    columns = ["Origin", "Full", "Subset", "Δ human"]
+    table = client.predict("", [], None, None, ALL_ORIGINS, columns, "Full", True, api_name="/board")
+    return [dict(zip(table["headers"], row)) for row in table["data"]]
+
+
+def test_practitioner_space_three_raters_majority_and_reference(space, half_tree: Path) -> None:
+    store, url = space
+    clients = {name: Client(url, verbose=False) for name in ("ann", "bo", "cy", "dee")}
+    before = human_rows(clients["ann"])
+    assert sorted(r["Subset"] for r in before) == [60.0, 64.94]  # the paper's and the recorded one
+    items = {i["id"]: i for i in load_config(str(half_tree), "corpus").to_list()}
+    traffic = []
+    # refused before confirming a licence
+    refused = clients["ann"].predict("ann", False, "", api_name="/practice_start")
+    assert refused[0].startswith("❌ Confirm")
+    first_items = {}
+    for name in ("ann", "bo", "cy", "dee"):
+        result = clients[name].predict(name, True, f"LIC-{name}", api_name="/practice_start")
+        traffic.append(result)
+        first_items[name] = result[5]
+        assert "item 1 of 5" in result[1]
+    blocks = {a["account"]: a["block"] for a in store.practice_assignments()}
+    assert blocks["ann"] == blocks["bo"] == blocks["cy"] == 1 and blocks["dee"] == 2  # block 0 is the study's
+    assert first_items["ann"] == first_items["bo"] == first_items["cy"] != first_items["dee"]
+    block_items = store.practice_block_items(1)
+    assert not set(block_items) & set(store.practice_block_items(2))
+    rated = {r["item_id"] for r in load_config(str(half_tree), "responses").to_list()}
+    assert not set(block_items) & rated  # unrated items first
+    # ann and bo right, cy wrong on every item: majority correct everywhere
+    for name, right in (("ann", True), ("bo", True), ("cy", False)):
+        item_id = first_items[name]
+        for step in range(5):
+            answer = items[item_id]["answer"] if right else (["E"] if items[item_id]["answer"] != ["E"] else ["A"])
+            multi = items[item_id]["answer_type"] == "multi"
+            single, many = (None, answer) if multi else (answer[0], [])
+            result = clients[name].predict(
+                name, item_id, single, many, ["materia_medica"], 3, False, "", api_name="/practice_submit"
+            )
+            if step < 4:
+                traffic.append(result)
+                assert f"item {step + 2} of 5" in result[1]
+                item_id = result[5]
+        assert "Your accuracy" in result[-1] and result[5] == ""
+        assert ("100.0%" if right else "0.0%") in result[-1]
+        assert "org/model" in result[-1]  # where the models stood on the same items
+    assert [w for t in traffic for w in leaks(t)] == []
+    # a replay of a submission records nothing new
+    again = clients["ann"].predict("ann", block_items[0], "A", [], [], 1, False, "", api_name="/practice_submit")
+    assert "Your accuracy" in again[-1]
+    assert len(store.practice_responses(block=1)) == 15
+    # the subset gains the five items, majority correct; the reference row and Δ human follow
+    practice = Practice(store, items.values(), load_config(str(half_tree), "responses").to_list())
+    subset = {r["item_id"]: r for r in practice.configs()["subset"]}
+    assert all(subset[i]["majority_correct"] and subset[i]["n_correct"] == 2 for i in block_items)
+    after = full_board(clients["ann"])
+    human = [r for r in after if r["Model"] == HUMAN and r["Subset"] != 64.94]
+    model = next(r for r in after if r["Model"] == "org/model")
+    ordered = list(items)
+    on = [i for i in subset if not items[i]["flagged"]]
+    expected_human = round(100 * sum(subset[i]["majority_correct"] for i in on) / len(on), 2)
+    right = [ordered.index(i) % 2 == 0 or items[i]["answer"] == ["E"] for i in on]  # as evaluated_model
+    expected_model = round(100 * sum(right) / len(on), 2)
+    assert human[0]["Subset"] == expected_human != 60.0
+    assert model["Subset"] == expected_model
+    assert model["Δ human"] == pytest.approx(expected_model - expected_human, abs=0.02)
+
+
+def test_practitioner_space_admin(space, tmp_path: Path) -> None:
+    store, url = space
+    client = Client(url, verbose=False)
+    denied = client.predict("ann", api_name="/practice_progress")
+    assert denied[0] == "❌ admins only"
+    _, table = client.predict("admin", api_name="/practice_progress")
+    rows = [dict(zip(table["headers"], r)) for r in table["data"]]
+    assert {r["block"] for r in rows} >= {1, 2}
+    _note, path = client.predict("admin", api_name="/practice_export")
+    assert path and Path(path).is_file()
+    con = sqlite3.connect(path)
+    users = [u for (u,) in con.execute("SELECT username FROM user")]
+    con.close()
+    assert users and all(u.startswith("P") for u in users)
+    assert "excluded" not in client.predict("admin", "ann", "", api_name="/practice_exclude").lower()
+    message = client.predict("admin", "cy", "test account", api_name="/practice_exclude")
+    assert message.startswith("Excluded") and store.practitioner("cy")["excluded_reason"] == "test account"
+    refused = Client(url, verbose=False).predict("cy", True, "", api_name="/practice_start")
+    assert "excluded" in refused[0]
+
+
+def test_practitioner_responses_published_coalesced(tmp_path: Path, half_tree: Path) -> None:
+    """The rebuilt responses/subset configs go to the Hub in one commit per batch of submissions."""
+    store = SQLiteStore(tmp_path / "s")
+    items = load_config(str(half_tree), "corpus").to_list()
+    practice = Practice(store, items, load_config(str(half_tree), "responses").to_list(), block_size=3)
+    hub = FakeHub()
+    hub.create_repo("TechTCM/TCMQA")
+    clock = [1000.0]
+    publisher = Publisher(store, hub, "TechTCM/TCMQA", clock=lambda: clock[0], sleep=lambda s: None)
+    for name in ("a", "b", "c"):
+        practice.confirm(name, True)
+        while (view := practice.current(name)) is not None:
+            practice.submit(name, view.item_id, list(practice.items[view.item_id]["answer"]))
+            publisher.publish_responses(store.practice_version(), practice.configs, every_s=600)
+    assert len(hub.commits_to("TechTCM/TCMQA")) == 1  # the first; the rest coalesce within 600 s
+    clock[0] += 601
+    assert publisher.publish_responses(store.practice_version(), practice.configs, every_s=600)
+    assert not publisher.publish_responses(store.practice_version(), practice.configs, every_s=600, force=True)
+    files = hub.files("TechTCM/TCMQA")
+    subset = pq.read_table(pa.BufferReader(files["subset/test-00000-of-00001.parquet"])).to_pylist()
+    responses = pq.read_table(pa.BufferReader(files["responses/test-00000-of-00001.parquet"])).to_pylist()
+    assert len(responses) == len(practice.configs()["responses"])
+    assert {r["item_id"] for r in subset} >= set(store.practice_block_items(1))
+    assert not any(name in json.dumps(responses, default=str) for name in ('"a"', '"b"', '"c"'))
