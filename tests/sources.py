@@ -12,22 +12,14 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from tcmqa.ingest import PLATFORM_SCHEMA  # the platform's format has one home
+
 REPO = Path(__file__).resolve().parents[1]
 DEMO_ITEMS = REPO / "demo" / "items.jsonl"
 SAMPLE = Path(os.environ.get("TCMQA_SAMPLE", REPO.parent / "shared" / "data" / "tcmqa-platform-sample"))
 SAMPLE_ITEMS = SAMPLE / "items.jsonl"
 SAMPLE_DB = SAMPLE / "annotation_platform.sqlite"
 LOADING_SCRIPT = REPO / "loading_script" / "tcmqa.py"
-
-PLATFORM_SCHEMA = """
-CREATE TABLE user (user_id INTEGER PRIMARY KEY, username VARCHAR(64), assigned_questions TEXT);
-CREATE TABLE questions (question_id INTEGER PRIMARY KEY, question VARCHAR(350), choices TEXT, answer VARCHAR(100));
-CREATE TABLE user_interactions (
-    user_id INTEGER NOT NULL, question_id INTEGER NOT NULL, correctness INTEGER NOT NULL,
-    selected_choices TEXT, individual_question_time FLOAT NOT NULL, stopped_for FLOAT NOT NULL,
-    selected_category TEXT, selected_difficulty INTEGER, is_flagged INTEGER NOT NULL,
-    PRIMARY KEY (user_id, question_id));
-"""
 
 
 def write_platform_db(path: Path, items: list[dict], interactions: list[tuple]) -> Path:

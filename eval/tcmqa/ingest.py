@@ -173,6 +173,17 @@ def filter_items(records: Iterable[tuple[str, dict]], report: BuildReport) -> li
 # Responses: the annotation platform's SQLite database
 # ---------------------------------------------------------------------------------------------
 
+# The annotation platform's tables, as ``tcmqa build --platform-db`` reads them (read_responses).
+PLATFORM_SCHEMA = """
+CREATE TABLE user (user_id INTEGER PRIMARY KEY, username VARCHAR(64), assigned_questions TEXT);
+CREATE TABLE questions (question_id INTEGER PRIMARY KEY, question VARCHAR(350), choices TEXT, answer VARCHAR(100));
+CREATE TABLE user_interactions (
+    user_id INTEGER NOT NULL, question_id INTEGER NOT NULL, correctness INTEGER NOT NULL,
+    selected_choices TEXT, individual_question_time FLOAT NOT NULL, stopped_for FLOAT NOT NULL,
+    selected_category TEXT, selected_difficulty INTEGER, is_flagged INTEGER NOT NULL,
+    PRIMARY KEY (user_id, question_id));
+"""
+
 DEFAULT_PSEUDONYM_KEY = "tcmqa-public-v1"
 
 

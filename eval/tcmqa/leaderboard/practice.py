@@ -38,29 +38,18 @@ from typing import Any
 
 import pandas as pd
 
-from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY, BuildReport, make_subset, pseudonym
+from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY, PLATFORM_SCHEMA, BuildReport, make_subset, pseudonym
 from tcmqa.schema import BLOCK_SIZE, DOMAINS, MAX_DOMAINS_PER_RESPONSE, RATERS_PER_ITEM
 from tcmqa.store import DailyCapReached, Store
 from tcmqa_metric import LETTERS
 
 __all__ = [
-    "PLATFORM_SCHEMA",
     "DailyCapReached",
     "ItemView",
     "NotAllowed",
     "Practice",
 ]
 
-# The annotation platform's tables, as ``tcmqa build --platform-db`` reads them (ingest.read_responses).
-PLATFORM_SCHEMA = """
-CREATE TABLE user (user_id INTEGER PRIMARY KEY, username VARCHAR(64), assigned_questions TEXT);
-CREATE TABLE questions (question_id INTEGER PRIMARY KEY, question VARCHAR(350), choices TEXT, answer VARCHAR(100));
-CREATE TABLE user_interactions (
-    user_id INTEGER NOT NULL, question_id INTEGER NOT NULL, correctness INTEGER NOT NULL,
-    selected_choices TEXT, individual_question_time FLOAT NOT NULL, stopped_for FLOAT NOT NULL,
-    selected_category TEXT, selected_difficulty INTEGER, is_flagged INTEGER NOT NULL,
-    PRIMARY KEY (user_id, question_id));
-"""
 PLATFORM_NUMBER = {key: str(i) for i, key in enumerate(DOMAINS, 1)}  # domain key -> "1".."10"
 MAX_COMMENT = 500
 
