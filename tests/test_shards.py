@@ -21,20 +21,13 @@ N_SHARDS = 3
 
 
 @pytest.fixture(scope="module")
-def engine(tiny_dir):
-    return load_engine("transformers", str(tiny_dir), dtype="float32", batch_size=4)
+def engine(tiny_engine):
+    return tiny_engine
 
 
 @pytest.fixture(scope="module")
-def base(tiny_dir, demo_tree):
-    return {
-        "model": str(tiny_dir),
-        "data": str(demo_tree),
-        "engine": "transformers",
-        "dtype": "float32",
-        "batch_size": 4,
-        "chunk_size": 4,
-    }
+def base(tiny_eval):
+    return tiny_eval
 
 
 @pytest.fixture(scope="module")
