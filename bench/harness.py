@@ -49,27 +49,18 @@ def child(engine: str, model: Path, tree: Path, n_items: int, dtype: str, result
     """Run one evaluation and write its stage timings as JSON to ``result`` (engines log to stdout)."""
     from tcmqa import harness
 
-    parser = argparse.ArgumentParser()
-    harness.add_arguments(parser)
     with tempfile.TemporaryDirectory() as out:
-        argv = [
-            "--model",
-            str(model),
-            "--data",
-            str(tree),
-            "--engine",
-            engine.removesuffix("-compiled"),
-            "--dtype",
-            dtype,
-            "--limit",
-            str(n_items),
-            "--out",
-            out,
-        ]
-        if engine == "vllm":
-            argv.append("--enforce-eager")
-        report = harness.run(parser.parse_args(argv))
-    result.write_text(json.dumps({"engine": engine, "n": report.results["n"], **report.timings}))
+        config = harness.EvalConfig(
+            model=str(model),
+            data=str(tree),
+            engine=engine.removesuffix("-compiled"),
+            dtype=dtype,
+            limit=n_items,
+            out=Path(out),
+            enforce_eager=engine == "vllm",
+        )
+        report = harness.run(config)
+    result.write_text(json.dumps({"engine": engine, "dtype": dtype, "n": report.results["n"], **report.timings}))
 
 
 def measure(engine: str, model: Path, tree: Path, n_items: int, dtype: str) -> dict:
@@ -98,20 +89,30 @@ def measure(engine: str, model: Path, tree: Path, n_items: int, dtype: str) -> d
 
 
 def table(rows: list[dict]) -> str:
-    header = ["engine", "items", "items/s", *(f"{s} s" for s in STAGES)]
+    header = ["engine", "dtype", "items", "items/s", *(f"{s} s" for s in STAGES)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         busy = sum(row.get(s, 0.0) for s in STAGES if s != "load")
-        cells = [row["engine"], str(row["n"]), f"{row['n'] / busy:.2f}", *(f"{row.get(s, 0.0):.2f}" for s in STAGES)]
+        cells = [row["engine"], row["dtype"], str(row["n"]), f"{row['n'] / busy:.2f}"]
+        cells += [f"{row.get(s, 0.0):.2f}" for s in STAGES]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def cpu_name() -> str:
+    """The CPU's model name and whether it computes bf16 natively (the numbers depend on both)."""
+    from tcmqa.engines.base import native_bf16
+
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    return f"{name} ({'native bf16' if native_bf16() else 'no native bf16: bf16 emulated'})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=500)
     parser.add_argument("--engines", default="vllm,transformers")
-    parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
+    parser.add_argument("--dtype", default="bfloat16", help="bfloat16, float32, or both: float32,bfloat16")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--model", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
@@ -124,10 +125,11 @@ def main() -> None:
 
     model, tree = gemma_270m(), sample_tree()
     rows = []
-    for engine in args.engines.split(","):
-        rows.append(measure(engine, model, tree, args.items, args.dtype))
-        print(f"{engine}: done", file=sys.stderr)
-    print(f"Gemma 3 270M, {args.dtype}, {os.cpu_count()} CPUs; items/s excludes the load stage (start-up)")
+    for dtype in args.dtype.split(","):
+        for engine in args.engines.split(","):
+            rows.append(measure(engine, model, tree, args.items, dtype))
+            print(f"{engine} {dtype}: done", file=sys.stderr)
+    print(f"Gemma 3 270M, {os.cpu_count()} CPUs, {cpu_name()}; items/s excludes the load stage (start-up)")
     print(table(rows))
 
 

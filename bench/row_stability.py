@@ -1,15 +1,17 @@
-"""Reproducible rows: how many items change their output when only the chunk size changes.
+"""Reproducible rows: how many items change their output when only the chunk size or the sharding changes.
 
-    .venv/bin/python bench/row_stability.py [--items 300] [--dtype float32] [--chunks all,256,32]
+    .venv/bin/python bench/row_stability.py [--items 300] [--dtype float32] [--chunks all,256,32] [--shards 3]
     .venv/bin/python bench/row_stability.py --items 16 --dtype bfloat16 --chunks all,4
     .venv/bin/python bench/row_stability.py --chunks 256 --baseline OLD_vllm.py   # before/after an engine change
 
 One engine (vLLM, eager, by default; ``--engine transformers`` also works) is loaded once on Gemma 3
 270M and the first ``--items`` items of the real platform sample; the same rendered prompts are then
-generated chunk by chunk at each ``--chunks`` size (``all``: one chunk; a chunk is what the harness
-passes to one ``Engine.generate`` call, so it is the batch vLLM's scheduler sees). Each chunking is
-compared with the first one, item by item: the share of items whose generated text, text prediction
-or log-prob prediction changed, and the largest letter log-prob difference.
+generated as the harness generates them (``Engine.generate_chunks``) at each ``--chunks`` size (``all``:
+one chunk). vLLM streams chunks into its scheduler, so the chunk size no longer sets the batch it
+computes, but which requests share a step still varies with timing. ``--shards N`` adds a run of the
+N shards one after the other, each alone in the engine (what ``--shard I/N`` runs do), merged back in
+corpus order. Each run is compared with the first, item by item: the share of items whose generated
+text, text prediction or log-prob prediction changed, and the largest letter log-prob difference.
 
 ``--baseline FILE`` is the check that an engine change changed no output row: FILE is another version
 of the engine module (e.g. ``git show HEAD:eval/tcmqa/engines/vllm.py > /tmp/vllm_before.py``); the
@@ -72,15 +74,30 @@ def load(engine: str, model: Path, dtype: str, module_file: Path | None = None):
 
 
 def run_rows(engine: Any, items: list[dict[str, Any]], rendered: list, chunk: int) -> tuple[list[dict], float]:
-    """Output rows (as the harness builds them) generated ``chunk`` items per engine call; and seconds."""
+    """Output rows generated as the harness generates them (``Engine.generate_chunks`` over chunks of
+    ``chunk`` items); and seconds."""
     from tcmqa.outputs import build_rows
 
     rows: list[dict] = []
+    starts = range(0, len(items), chunk)
     start = time.perf_counter()
-    for k in range(0, len(items), chunk):
-        completions = engine.generate(rendered[k : k + chunk])
+    stream = engine.generate_chunks(rendered[k : k + chunk] for k in starts)
+    for k, completions in zip(starts, stream, strict=True):
         rows += build_rows(items[k : k + chunk], rendered[k : k + chunk], completions, model="m", revision="r")
     return rows, time.perf_counter() - start
+
+
+def run_sharded(engine: Any, items: list[dict[str, Any]], rendered: list, chunk: int, n_shards: int) -> list[dict]:
+    """The rows of ``n_shards`` shard runs (``--shard I/N``: each shard's items alone through the engine),
+    put back in corpus order as ``tcmqa merge`` does."""
+    from tcmqa.harness import shard_of
+
+    by_id: dict[str, dict] = {}
+    for index in range(n_shards):
+        mine = [k for k, item in enumerate(items) if shard_of(item["id"], n_shards) == index]
+        rows, _ = run_rows(engine, [items[k] for k in mine], [rendered[k] for k in mine], chunk)
+        by_id.update((row["item_id"], row) for row in rows)
+    return [by_id[item["id"]] for item in items]
 
 
 def diff(reference: list[dict], other: list[dict]) -> dict[str, Any]:
@@ -115,6 +132,9 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     parser.add_argument("--engine", default="vllm", choices=("vllm", "transformers"))
     parser.add_argument("--chunks", default="all,256,32", help="chunk sizes; the first is the reference")
+    parser.add_argument(
+        "--shards", type=int, default=0, help="also compare a run in N shards (--shard I/N) with the first"
+    )
     parser.add_argument("--baseline", type=Path, help="another version of the engine module to compare with")
     parser.add_argument("--baseline-chunk", type=int, default=256)
     parser.add_argument("--model", type=Path, help="model folder (default: the local Gemma 3 270M)")
@@ -135,7 +155,7 @@ def main() -> None:
     summary["engine_version"] = engine.version
     rendered = engine.render([prompts.render_messages(item) for item in items])
     sizes = [len(items) if c == "all" else int(c) for c in args.chunks.split(",")] if args.chunks else []
-    runs: dict[int, list[dict]] = {}
+    runs: dict[Any, list[dict]] = {}
     seconds: dict[Any, float] = {}
     for size in sizes:
         runs[size], seconds[size] = run_rows(engine, items, rendered, size)
@@ -143,26 +163,31 @@ def main() -> None:
         print(f"chunk {size}: {len(items) / seconds[size]:.2f} items/s", file=sys.stderr, flush=True)
     if args.baseline and args.baseline_chunk not in runs:
         runs[args.baseline_chunk], seconds[args.baseline_chunk] = run_rows(engine, items, rendered, args.baseline_chunk)
+    labels = [f"chunk {size}" for size in sizes]
+    if args.shards and sizes:
+        start = time.perf_counter()
+        sharded = run_sharded(engine, items, rendered, sizes[0], args.shards)
+        labels.append(f"{args.shards} shards")
+        runs[labels[-1]], seconds[labels[-1]] = sharded, time.perf_counter() - start  # type: ignore[index]
+        load_avg.append(os.getloadavg()[0])
     engine.close()
     del engine
     if sizes:
         reference = sizes[0]
         table = []
-        for size in sizes:
-            table.append(
-                {"chunk": size, "items_per_s": len(items) / seconds[size], **diff(runs[reference], runs[size])}
-            )
+        for label, key in zip(labels, [*sizes, *labels[len(sizes) :]], strict=True):
+            table.append({"run": label, "items_per_s": len(items) / seconds[key], **diff(runs[reference], runs[key])})
         summary["chunkings"] = table
         print(
             f"{len(items)} sample items, Gemma 3 270M, {args.engine} {summary['engine_version']} {args.dtype}, "
-            f"{os.cpu_count()} CPUs; each chunking against chunk {reference}"
+            f"{os.cpu_count()} CPUs; each run against chunk {reference} (the harness streams chunks into the engine)"
         )
-        header = ["chunk", "items/s", "text changed", "1st char changed", "prediction changed", "LP prediction changed"]
+        header = ["run", "items/s", "text changed", "1st char changed", "prediction changed", "LP prediction changed"]
         print("| " + " | ".join(header) + " | max abs Δ letter log-prob |")
         print("|" + "---|" * (len(header) + 1))
         for row in table:
             print(
-                f"| {row['chunk']} | {row['items_per_s']:.2f} | {row['text_changed']:.1%} | "
+                f"| {row['run']} | {row['items_per_s']:.2f} | {row['text_changed']:.1%} | "
                 f"{row['text_changed_first_char']:.1%} | {row['prediction_changed']:.1%} | "
                 f"{row['lp_prediction_changed']:.1%} | {row['max_abs_delta_logprob']:.2g} |"
             )

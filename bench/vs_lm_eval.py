@@ -160,26 +160,10 @@ def child_tcmqa(model: Path, data: Path, limit: int, dtype: str, out: Path, reco
     start = time.perf_counter()
     from tcmqa import harness
 
-    parser = argparse.ArgumentParser()
-    harness.add_arguments(parser)
-    args = parser.parse_args(
-        [
-            "--model",
-            str(model),
-            "--data",
-            str(data),
-            "--engine",
-            "vllm",
-            "--limit",
-            str(limit),
-            "--dtype",
-            dtype,
-            "--enforce-eager",
-            "--out",
-            str(out),
-        ]
+    config = harness.EvalConfig(
+        model=str(model), data=str(data), engine="vllm", limit=limit, dtype=dtype, enforce_eager=True, out=out
     )
-    report = harness.run(args)
+    report = harness.run(config)
     timings = dict(report.timings)
     record.write_text(
         json.dumps(

@@ -98,3 +98,26 @@ def test_unknown_engine_and_dtype_are_refused(tiny_dir):
         load_engine("llama.cpp", str(tiny_dir))
     with pytest.raises(ValueError, match="dtype"):
         load_engine("transformers", str(tiny_dir), dtype="float16")
+
+
+def test_generate_chunks_reads_chunks_as_it_goes_and_equals_generate(engine, rendered):
+    pulled = []
+
+    def chunks():
+        for start in range(0, len(rendered), 3):
+            pulled.append(start)
+            yield rendered[start : start + 3]
+
+    stream = engine.generate_chunks(chunks())
+    first = next(stream)
+    assert pulled == [0]  # the next chunk is not rendered before the engine has room for it
+    rest = list(stream)
+    assert pulled == [0, 3, 6] and [len(c) for c in [first, *rest]] == [3, 3, 2]
+    assert [c.text for c in [*first, *(c for chunk in rest for c in chunk)]] == [
+        c.text for start in (0, 3, 6) for c in engine.generate(rendered[start : start + 3])
+    ]
+
+
+def test_describe_says_the_engine_is_not_batch_invariant(engine):
+    described = engine.describe()
+    assert described["batch_invariant"] is False and described["engine"] == "transformers"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -109,6 +110,7 @@ def test_results_row_is_recomputed_from_the_outputs(full_run, demo_tree, corpus)
         engine_version=res["engine_version"],
         dtype="float32",
         engine_args='{"batch_size": 4}',
+        batch_invariant=False,  # the transformers engine says so (padding changes the reduction order)
         date=res["date"],
         data=res["data"],
         data_revision=res["data_revision"],
@@ -150,7 +152,7 @@ def test_a_limit_run_shares_the_data_fingerprint_with_a_full_run(base_args, engi
 def test_crash_then_resume_equals_an_uninterrupted_run(base_args, engine, full_run, tmp_path, monkeypatch):
     out = tmp_path / "crashed"
     calls = {"n": 0}
-    real_generate = engine.generate
+    real_generate = engine._generate
 
     def crash_on_third_chunk(batch):
         calls["n"] += 1
@@ -158,7 +160,7 @@ def test_crash_then_resume_equals_an_uninterrupted_run(base_args, engine, full_r
             raise KeyboardInterrupt("simulated crash")
         return real_generate(batch)
 
-    monkeypatch.setattr(engine, "generate", crash_on_third_chunk)
+    monkeypatch.setattr(engine, "_generate", crash_on_third_chunk)
     with pytest.raises(KeyboardInterrupt):
         harness.run(config(base_args, out=out), engine=engine)
     monkeypatch.undo()
@@ -168,6 +170,16 @@ def test_crash_then_resume_equals_an_uninterrupted_run(base_args, engine, full_r
     assert resumed.generated == total - 8
     pd.testing.assert_frame_equal(read_outputs(out), read_outputs(full_run.out))
     assert resumed.results == full_run.results
+
+
+def test_stage_timings_add_up_to_no_more_than_the_run(base_args, engine, tmp_path):
+    """Rendering, scoring and writing interleave with generation: each second is counted in one stage."""
+    started = time.perf_counter()
+    report = harness.run(config(base_args, out=tmp_path / "timed"), engine=engine)
+    wall = time.perf_counter() - started
+    assert set(report.timings) == set(harness.STAGES)
+    assert all(seconds >= 0 for seconds in report.timings.values())
+    assert report.timings["generate"] > 0 and sum(report.timings.values()) <= wall
 
 
 def test_a_finished_run_folder_is_not_overwritten_or_mixed(base_args, engine, full_run):

@@ -2,8 +2,10 @@
 
 Writes ``OUT/outputs/part-*.parquet`` (the ``outputs`` config), ``OUT/results.json`` (one ``results``
 row) and ``OUT/run.json`` (what was run, so that ``--resume`` continues only the same run), then
-prints the leaderboard row. Items are processed in chunks (by default 2048 items on a GPU, 256 on a
-CPU); a crashed run resumes from its last finished chunk, with the chunk size it started with.
+prints the leaderboard row. Items are written in chunks, one output part each (by default 2048 items
+on a GPU, 256 on a CPU); a crashed run resumes from its last written chunk, with the chunk size it
+started with. The engine is fed across chunk boundaries (``Engine.generate_chunks``), so the chunk size
+sets how much a crash can lose, not the batch the engine computes.
 
 ``--shard I/N`` evaluates the items whose id hashes to I modulo N (:func:`shard_of`: stable when the
 corpus grows by appending), each shard in its own run folder; ``tcmqa merge`` (``tcmqa.merge``) joins
@@ -18,7 +20,7 @@ import hashlib
 import inspect
 import json
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,7 @@ from tqdm.auto import tqdm
 from tcmqa import flags, prompts
 from tcmqa import outputs as outputs_mod
 from tcmqa.engines import DTYPES, ENGINES, Engine, check_options, load_engine
+from tcmqa.engines.base import Prompt
 from tcmqa.models import count_parameters
 from tcmqa.outputs import MANIFEST
 from tcmqa.schema import HUB_ID, RESULT_COLUMNS
@@ -136,6 +139,14 @@ class Stopwatch:
             yield
         finally:
             self.seconds[stage] += time.perf_counter() - start
+
+    @contextlib.contextmanager
+    def excluding(self, stage: str, inner: tuple[str, ...]) -> Iterator[None]:
+        """Time ``stage`` less the ``inner`` stages timed within it (they interleave with it)."""
+        before = sum(self.seconds[name] for name in inner)
+        with self(stage):
+            yield
+        self.seconds[stage] -= sum(self.seconds[name] for name in inner) - before
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -406,21 +417,32 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
     chunks = [items[start : start + chunk] for start in range(0, len(items), chunk)]
     generated = 0
     with tqdm(total=len(items), desc=f"{name} ({engine.name})", unit="item") as bar:
-        for index, chunk in enumerate(chunks):
-            done = outputs_mod.part_item_ids(out, index)
-            if done == [item["id"] for item in chunk]:
-                bar.update(len(chunk))
-                continue
-            with watch("render"):
-                rendered = engine.render([prompts.render_messages(item) for item in chunk])
-            with watch("generate"):
-                completions = engine.generate(rendered)
-            with watch("score"):
-                rows = outputs_mod.build_rows(chunk, rendered, completions, model=name, revision=engine.revision)
-            with watch("write"):
-                outputs_mod.write_part(out, index, rows)
-            generated += len(chunk)
-            bar.update(len(chunk))
+        todo = []
+        for index, part in enumerate(chunks):
+            if outputs_mod.part_item_ids(out, index) == [item["id"] for item in part]:
+                bar.update(len(part))  # written by an earlier attempt
+            else:
+                todo.append((index, part))
+        rendered: deque[list[Prompt]] = deque()
+
+        def render_next() -> Iterator[list[Prompt]]:
+            """Chunks are rendered as the engine asks for them, while it still generates the last ones."""
+            for _, part in todo:
+                with watch("render"):
+                    rendered.append(engine.render([prompts.render_messages(item) for item in part]))
+                yield rendered[-1]
+
+        stream = engine.generate_chunks(render_next())
+        with contextlib.closing(stream), watch.excluding("generate", ("render", "score", "write")):
+            for (index, part), completions in zip(todo, stream, strict=True):
+                with watch("score"):
+                    rows = outputs_mod.build_rows(
+                        part, rendered.popleft(), completions, model=name, revision=engine.revision
+                    )
+                with watch("write"):
+                    outputs_mod.write_part(out, index, rows)
+                generated += len(part)
+                bar.update(len(part))
 
     with watch("write"):
         results = summarise(out, items, subset, {**run_facts(engine, config), **data_facts(config, scorable)})

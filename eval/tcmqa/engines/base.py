@@ -11,10 +11,12 @@ cannot be scored this way and is rejected.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,8 @@ from typing import Any
 from tcmqa import prompts
 from tcmqa.models import resolve_model
 from tcmqa_metric import LETTERS
+
+logger = logging.getLogger(__name__)
 
 DTYPES = ("bfloat16", "float32", "auto")
 CHUNK_ACCELERATED = 2048  # default chunk size on CUDA/ROCm
@@ -86,6 +90,9 @@ class Prompt:
     token_ids: list[int]
 
 
+Raw = tuple[list[int], str, dict[int, float]]  # generated token ids, finish reason, first-step log-prob by letter id
+
+
 @dataclass(frozen=True)
 class Completion:
     """What the protocol keeps of one generation."""
@@ -128,6 +135,11 @@ class Engine(ABC):
         self.options = options
         self.requested_options = dict(options)  # as asked for, before _load adds its defaults or pops its own
         self._load()
+        if self.dtype == "bfloat16" and not self.accelerated and not native_bf16():
+            logger.warning(
+                "bfloat16 on a CPU without AVX-512 BF16 or AMX is emulated, about 10x slower than float32; "
+                "pass --dtype float32 for speed (rows then differ from bf16 runs within bf16 rounding)"
+            )
 
     @property
     @abstractmethod
@@ -139,8 +151,14 @@ class Engine(ABC):
         """Load the model from ``self.path`` in ``self.dtype``."""
 
     @abstractmethod
-    def _generate(self, prompts: Sequence[Prompt]) -> list[tuple[list[int], str, dict[int, float]]]:
+    def _generate(self, prompts: Sequence[Prompt]) -> list[Raw]:
         """Per prompt: generated token ids, finish reason, first-token log-prob of each letter id."""
+
+    def _generate_chunks(self, chunks: Iterable[Sequence[Prompt]]) -> Iterator[tuple[Sequence[Prompt], list[Raw]]]:
+        """Each chunk with its raw generations, in order. One chunk at a time here; an engine with a
+        scheduler (vLLM) overrides this to keep its batch full across chunk boundaries."""
+        for chunk in chunks:
+            yield chunk, self._generate(chunk)
 
     def render(self, conversations: Sequence[list[dict[str, str]]]) -> list[Prompt]:
         """Apply the chat template and tokenize, as the protocol prescribes."""
@@ -153,11 +171,24 @@ class Engine(ABC):
 
     def generate(self, batch: Sequence[Prompt]) -> list[Completion]:
         """Run the protocol's single greedy pass over ``batch``, in order."""
-        completions = []
-        for prompt, (token_ids, finish_reason, first) in zip(batch, self._generate(batch), strict=True):
-            text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
-            completions.append(Completion(text, finish_reason, len(prompt.token_ids), self.letters.combine(first)))
-        return completions
+        return next(self.generate_chunks([batch]))
+
+    def generate_chunks(self, chunks: Iterable[Sequence[Prompt]]) -> Iterator[list[Completion]]:
+        """Each chunk's completions, in order, chunk after chunk.
+
+        ``chunks`` is read lazily, as the engine has room for more work, so a caller can render the next
+        chunk while the engine works and write each chunk's rows as soon as it is complete (the harness
+        writes one output part per chunk). Closing the iterator early cancels what is still in flight.
+        """
+        with contextlib.closing(self._generate_chunks(chunks)) as stream:
+            for chunk, raws in stream:
+                yield [self._completion(prompt, raw) for prompt, raw in zip(chunk, raws, strict=True)]
+
+    def _completion(self, prompt: Prompt, raw: Raw) -> Completion:
+        """One engine's raw generation as the protocol keeps it (decoded once here, for both engines)."""
+        token_ids, finish_reason, first = raw
+        text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
+        return Completion(text, finish_reason, len(prompt.token_ids), self.letters.combine(first))
 
     @property
     def accelerated(self) -> bool:
@@ -173,12 +204,34 @@ class Engine(ABC):
         every few minutes, so a crash loses little)."""
         return CHUNK_ACCELERATED if self.accelerated else CHUNK_CPU
 
-    def describe(self) -> dict[str, str]:
+    @property
+    def batch_invariant(self) -> bool:
+        """Whether an item's output is independent of the other items in its batch. Not by default:
+        padding (transformers) and batch composition (vLLM's scheduler) change the kernels' reduction
+        order, so outputs can move within floating-point noise."""
+        return False
+
+    def describe(self) -> dict[str, Any]:
         """Engine facts recorded with every run."""
-        return {"engine": self.name, "engine_version": self.version, "dtype": self.dtype, "revision": self.revision}
+        return {
+            "engine": self.name,
+            "engine_version": self.version,
+            "dtype": self.dtype,
+            "revision": self.revision,
+            "batch_invariant": self.batch_invariant,
+        }
 
     def close(self) -> None:  # noqa: B027 - optional: most engines hold nothing to release
         """Release the model (engines with worker processes override this)."""
+
+
+def native_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX-512 BF16 or AMX); elsewhere torch emulates it."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:  # not Linux: assume the CPU can (Apple silicon and recent x86 do)
+        return True
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def resolve_dtype(path: Path, dtype: str) -> str:

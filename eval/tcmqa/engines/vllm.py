@@ -1,5 +1,10 @@
-"""vLLM engine: the protocol's token ids through ``LLM.generate``, prefix caching on, letter log-probs
+"""vLLM engine: the protocol's token ids through vLLM's scheduler, prefix caching on, letter log-probs
 by token id.
+
+Chunks are streamed (``_generate_chunks``): the next chunk's requests join the scheduler's queue while
+the current chunk is still generating, so the batch never drains at a chunk boundary. Calling
+``LLM.generate`` once per chunk instead let the batch run down to a few sequences at the end of every
+chunk; on 2 AVX2 cores that halved throughput at 64-item chunks (3.0 against 6.0 items/s).
 
 The prompts go in as token ids (``TokensPrompt``), exactly the ids ``Engine.render`` produced from the
 protocol's rendering, so vLLM neither re-renders the chat template nor re-tokenizes (what ``LLM.chat``
@@ -11,12 +16,14 @@ vLLM starts worker processes by spawn: a script that creates this engine needs a
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from tcmqa import prompts
-from tcmqa.engines.base import Engine, Prompt
+from tcmqa.engines.base import Engine, Prompt, Raw
 
 
 class VLLMEngine(Engine):
@@ -39,9 +46,10 @@ class VLLMEngine(Engine):
         require_vllm()  # an older vLLM lacks SamplingParams(logprob_token_ids=...): say which is needed
         from vllm import LLM, SamplingParams
         from vllm.platforms import current_platform
+        from vllm.sampling_params import RequestOutputKind
 
-        self.batch_invariant = bool(self.options.pop("batch_invariant", False))
-        if self.batch_invariant:
+        self._batch_invariant = bool(self.options.pop("batch_invariant", False))
+        if self._batch_invariant:
             if not current_platform.is_cuda_alike():
                 raise ValueError(
                     "batch_invariant needs vLLM's batch-invariant kernels, which run on CUDA/ROCm GPUs only "
@@ -77,32 +85,60 @@ class VLLMEngine(Engine):
             stop_token_ids=self.stop_ids,
             logprob_token_ids=self.letters.all_ids,
             detokenize=False,  # text is decoded once, in the shared code, for both engines
+            output_kind=RequestOutputKind.FINAL_ONLY,  # one output per request, when it ends
         )
+        self._request_ids = itertools.count()
 
-    def _generate(self, batch: Sequence[Prompt]) -> list[tuple[list[int], str, dict[int, float]]]:
+    @property
+    def batch_invariant(self) -> bool:
+        return self._batch_invariant
+
+    def _generate(self, batch: Sequence[Prompt]) -> list[Raw]:
+        return next(self._generate_chunks([batch]))[1]
+
+    def _generate_chunks(self, chunks: Iterable[Sequence[Prompt]]) -> Iterator[tuple[Sequence[Prompt], list[Raw]]]:
+        """Keep at least twice the scheduler's batch (``max_num_seqs``) in flight, pulling chunks as
+        room frees up, and hand each chunk back once all of its requests have finished."""
         from vllm.inputs import TokensPrompt
 
-        outputs = self.llm.generate(
-            [TokensPrompt(prompt_token_ids=list(prompt.token_ids)) for prompt in batch],
-            self.sampling,
-            use_tqdm=False,
-        )
-        results = []
-        for prompt, output in zip(batch, outputs, strict=True):
-            if list(output.prompt_token_ids) != prompt.token_ids:
-                raise RuntimeError(
-                    f"vLLM ran {len(output.prompt_token_ids)} prompt tokens where the protocol rendered "
-                    f"{len(prompt.token_ids)}; outputs came back out of order or altered."
-                )
-            completion = output.outputs[0]
-            first = completion.logprobs[0]
-            logprobs = {i: first[i].logprob for i in self.letters.all_ids}
-            results.append((list(completion.token_ids), completion.finish_reason, logprobs))
-        return results
+        engine = self.llm.llm_engine
+        window = 2 * engine.vllm_config.scheduler_config.max_num_seqs
+        source = iter(chunks)
+        open_chunks: deque[tuple[Sequence[Prompt], list[str]]] = deque()
+        finished: dict[str, Any] = {}
+        in_flight = 0
+        try:
+            while True:
+                while in_flight < window and (chunk := next(source, None)) is not None:
+                    ids = [f"tcmqa-{next(self._request_ids)}" for _ in chunk]
+                    inputs = self.llm.renderer.render_cmpl([TokensPrompt(prompt_token_ids=p.token_ids) for p in chunk])
+                    for request_id, engine_input in zip(ids, inputs, strict=True):
+                        engine.add_request(request_id, engine_input, self.sampling)
+                    open_chunks.append((chunk, ids))
+                    in_flight += len(chunk)
+                while open_chunks and all(i in finished for i in open_chunks[0][1]):
+                    chunk, ids = open_chunks.popleft()
+                    yield chunk, [self._raw(prompt, finished.pop(i)) for prompt, i in zip(chunk, ids, strict=True)]
+                if not open_chunks:
+                    return
+                for output in engine.step():
+                    if output.finished:
+                        finished[output.request_id] = output
+                        in_flight -= 1
+        finally:  # closed early (an error or a crash in the caller): cancel what is still running
+            pending = [i for _, ids in open_chunks for i in ids if i not in finished]
+            if pending:
+                engine.abort_request(pending)
 
-    def describe(self) -> dict[str, Any]:
-        """Engine facts recorded with every run, and whether it ran batch-invariant."""
-        return {**super().describe(), "batch_invariant": self.batch_invariant}
+    def _raw(self, prompt: Prompt, output: Any) -> Raw:
+        if list(output.prompt_token_ids) != prompt.token_ids:
+            raise RuntimeError(
+                f"vLLM ran {len(output.prompt_token_ids)} prompt tokens where the protocol rendered "
+                f"{len(prompt.token_ids)}; outputs came back altered or mismatched."
+            )
+        completion = output.outputs[0]
+        first = completion.logprobs[0]
+        return list(completion.token_ids), completion.finish_reason, {i: first[i].logprob for i in self.letters.all_ids}
 
     def close(self) -> None:
         """Shut the engine's worker processes down."""
