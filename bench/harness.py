@@ -18,31 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = Path(os.environ.get("TCMQA_SAMPLE", REPO.parent / "shared" / "data" / "tcmqa-platform-sample"))
-TREE = REPO / ".cache" / "bench" / "sample-tree"
+from common import ENV, REPO, cpu_name, sample_tree
+
 STAGES = ("load", "render", "generate", "score", "write")
-ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-    "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
-    "VLLM_CPU_KVCACHE_SPACE": "2",
-    "VLLM_CACHE_ROOT": str(REPO / ".cache" / "vllm"),
-    "TORCHINDUCTOR_CACHE_DIR": str(REPO / ".cache" / "inductor"),
-    "TCMQA_CACHE": str(REPO / ".cache"),
-}
-
-
-def sample_tree() -> Path:
-    """The real sample built once by ``tcmqa build`` (cached, git-ignored)."""
-    if not (TREE / "corpus").is_dir():
-        from tcmqa.build import build
-
-        if not (SAMPLE / "items.jsonl").is_file():
-            sys.exit(f"the real TCMQA platform sample is not at {SAMPLE} (set TCMQA_SAMPLE)")
-        build([str(SAMPLE / "items.jsonl")], TREE, str(SAMPLE / "annotation_platform.sqlite"))
-    return TREE
 
 
 def child(engine: str, model: Path, tree: Path, n_items: int, dtype: str, result: Path) -> None:
@@ -97,15 +75,6 @@ def table(rows: list[dict]) -> str:
         cells += [f"{row.get(s, 0.0):.2f}" for s in STAGES]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def cpu_name() -> str:
-    """The CPU's model name and whether it computes bf16 natively (the numbers depend on both)."""
-    from tcmqa.engines.base import native_bf16
-
-    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
-    return f"{name} ({'native bf16' if native_bf16() else 'no native bf16: bf16 emulated'})"
 
 
 def main() -> None:

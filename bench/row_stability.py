@@ -31,32 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = Path(os.environ.get("TCMQA_SAMPLE", REPO.parent / "shared" / "data" / "tcmqa-platform-sample"))
-TREE = REPO / ".cache" / "bench" / "sample-tree"
-ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-    "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
-    "VLLM_CPU_KVCACHE_SPACE": "2",
-    "VLLM_CACHE_ROOT": str(REPO / ".cache" / "vllm"),
-    "TORCHINDUCTOR_CACHE_DIR": str(REPO / ".cache" / "inductor"),
-    "TCMQA_CACHE": str(REPO / ".cache"),
-}
-
-
-def sample_items(n: int) -> list[dict[str, Any]]:
-    """The first ``n`` scorable items of the real sample, as the harness selects them."""
-    from tcmqa.build import build
-    from tcmqa.harness import EvalConfig, select_items
-
-    if not (TREE / "corpus").is_dir():
-        if not (SAMPLE / "items.jsonl").is_file():
-            sys.exit(f"the real TCMQA platform sample is not at {SAMPLE} (set TCMQA_SAMPLE)")
-        build([str(SAMPLE / "items.jsonl")], TREE, str(SAMPLE / "annotation_platform.sqlite"))
-    items, _, _ = select_items(EvalConfig(model="-", data=str(TREE), limit=n))
-    return items
+from common import sample_items, set_env
 
 
 def load(engine: str, model: Path, dtype: str, module_file: Path | None = None):
@@ -73,11 +48,15 @@ def load(engine: str, model: Path, dtype: str, module_file: Path | None = None):
     return getattr(module, ENGINES[engine][1])(str(model), dtype=dtype, **options)
 
 
-def run_rows(engine: Any, items: list[dict[str, Any]], rendered: list, chunk: int) -> tuple[list[dict], float]:
+def run_rows(
+    engine: Any, items: list[dict[str, Any]], rendered: list, chunk: int, fresh: bool = True
+) -> tuple[list[dict], float]:
     """Output rows generated as the harness generates them (``Engine.generate_chunks`` over chunks of
     ``chunk`` items); and seconds."""
     from tcmqa.outputs import build_rows
 
+    if fresh:
+        forget_prompts(engine)
     rows: list[dict] = []
     starts = range(0, len(items), chunk)
     start = time.perf_counter()
@@ -87,15 +66,24 @@ def run_rows(engine: Any, items: list[dict[str, Any]], rendered: list, chunk: in
     return rows, time.perf_counter() - start
 
 
+def forget_prompts(engine: Any) -> None:
+    """Empty vLLM's prefix cache, so that each run computes its prompts afresh, as a new run would
+    (a rerun of the same prompts would otherwise reuse their cached KV blocks: faster, other numerics)."""
+    llm = getattr(engine, "llm", None)
+    if llm is not None:
+        llm.reset_prefix_cache()
+
+
 def run_sharded(engine: Any, items: list[dict[str, Any]], rendered: list, chunk: int, n_shards: int) -> list[dict]:
     """The rows of ``n_shards`` shard runs (``--shard I/N``: each shard's items alone through the engine),
     put back in corpus order as ``tcmqa merge`` does."""
     from tcmqa.harness import shard_of
 
     by_id: dict[str, dict] = {}
+    forget_prompts(engine)
     for index in range(n_shards):
         mine = [k for k, item in enumerate(items) if shard_of(item["id"], n_shards) == index]
-        rows, _ = run_rows(engine, [items[k] for k in mine], [rendered[k] for k in mine], chunk)
+        rows, _ = run_rows(engine, [items[k] for k in mine], [rendered[k] for k in mine], chunk, fresh=False)
         by_id.update((row["item_id"], row) for row in rows)
     return [by_id[item["id"]] for item in items]
 
@@ -140,8 +128,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, help="model folder (default: the local Gemma 3 270M)")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args()
-    for key, value in ENV.items():
-        os.environ.setdefault(key, value)
+    set_env()
 
     from tcmqa import prompts
     from tcmqa.local_models import gemma_270m

@@ -415,8 +415,21 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
     (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
 
     chunks = [items[start : start + chunk] for start in range(0, len(items), chunk)]
+    generated = generate_parts(engine, chunks, out, name, watch)
+    with watch("write"):
+        results = summarise(out, items, subset, {**run_facts(engine, config), **data_facts(config, scorable)})
+    return Report(results, out, generated, dict(watch.seconds))
+
+
+def generate_parts(engine: Engine, chunks: list[list[dict[str, Any]]], out: Path, name: str, watch: Stopwatch) -> int:
+    """Write one output part per chunk, skipping parts an earlier attempt wrote; return the items generated.
+
+    Chunks are rendered as the engine asks for them and stream into it (``Engine.generate_chunks``),
+    so the next chunk is queued while the last one still generates and each part lands as soon as its
+    chunk is complete.
+    """
     generated = 0
-    with tqdm(total=len(items), desc=f"{name} ({engine.name})", unit="item") as bar:
+    with tqdm(total=sum(map(len, chunks)), desc=f"{name} ({engine.name})", unit="item") as bar:
         todo = []
         for index, part in enumerate(chunks):
             if outputs_mod.part_item_ids(out, index) == [item["id"] for item in part]:
@@ -426,7 +439,6 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
         rendered: deque[list[Prompt]] = deque()
 
         def render_next() -> Iterator[list[Prompt]]:
-            """Chunks are rendered as the engine asks for them, while it still generates the last ones."""
             for _, part in todo:
                 with watch("render"):
                     rendered.append(engine.render([prompts.render_messages(item) for item in part]))
@@ -443,10 +455,7 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
                     outputs_mod.write_part(out, index, rows)
                 generated += len(part)
                 bar.update(len(part))
-
-    with watch("write"):
-        results = summarise(out, items, subset, {**run_facts(engine, config), **data_facts(config, scorable)})
-    return Report(results, out, generated, dict(watch.seconds))
+    return generated
 
 
 def summarise(out: Path, items: list[dict[str, Any]], subset: Any, facts: dict[str, Any]) -> dict[str, Any]:
