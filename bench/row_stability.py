@@ -34,11 +34,13 @@ from typing import Any
 from common import sample_items, set_env
 
 
-def load(engine: str, model: Path, dtype: str, module_file: Path | None = None):
+def load(engine: str, model: Path, dtype: str, module_file: Path | None = None, batch_invariant: bool = False):
     """The engine, from the installed package or (``module_file``) from another version of its module."""
     from tcmqa.engines import ENGINES, load_engine
 
     options: dict[str, Any] = {"enforce_eager": True} if engine == "vllm" else {"batch_size": 32}
+    if batch_invariant:
+        options["batch_invariant"] = True
     if module_file is None:
         return load_engine(engine, str(model), dtype=dtype, **options)
     spec = importlib.util.spec_from_file_location("baseline_engine", module_file)
@@ -126,6 +128,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another version of the engine module to compare with")
     parser.add_argument("--baseline-chunk", type=int, default=256)
     parser.add_argument("--model", type=Path, help="model folder (default: the local Gemma 3 270M)")
+    parser.add_argument("--batch-invariant", action="store_true", help="vLLM's batch-invariant kernels (GPU only)")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args()
     set_env()
@@ -138,7 +141,7 @@ def main() -> None:
     load_avg = [os.getloadavg()[0]]
     summary: dict[str, Any] = {"items": len(items), "dtype": args.dtype, "engine": args.engine, "cpus": os.cpu_count()}
 
-    engine = load(args.engine, model, args.dtype)
+    engine = load(args.engine, model, args.dtype, batch_invariant=args.batch_invariant)
     summary["engine_version"] = engine.version
     rendered = engine.render([prompts.render_messages(item) for item in items])
     sizes = [len(items) if c == "all" else int(c) for c in args.chunks.split(",")] if args.chunks else []
