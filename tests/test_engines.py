@@ -121,3 +121,17 @@ def test_generate_chunks_reads_chunks_as_it_goes_and_equals_generate(engine, ren
 def test_describe_says_the_engine_is_not_batch_invariant(engine):
     described = engine.describe()
     assert described["batch_invariant"] is False and described["engine"] == "transformers"
+
+
+def test_bf16_on_a_cpu_without_native_bf16_warns_and_names_the_fast_dtype(tiny_dir, monkeypatch, caplog):
+    from tcmqa.engines import base
+
+    monkeypatch.setattr(base, "native_bf16", lambda: False)
+    with caplog.at_level("WARNING", logger="tcmqa.engines.base"):
+        load_engine("transformers", str(tiny_dir), dtype="bfloat16", batch_size=4)
+    assert "emulated" in caplog.text and "--dtype float32" in caplog.text
+    caplog.clear()
+    monkeypatch.setattr(base, "native_bf16", lambda: True)
+    with caplog.at_level("WARNING", logger="tcmqa.engines.base"):
+        load_engine("transformers", str(tiny_dir), dtype="bfloat16", batch_size=4)
+    assert "emulated" not in caplog.text
