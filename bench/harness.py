@@ -20,7 +20,7 @@ from pathlib import Path
 
 from common import ENV, REPO, cpu_name, sample_tree
 
-STAGES = ("load", "render", "generate", "score", "write")
+from tcmqa.harness import STAGES
 
 
 def child(engine: str, model: Path, tree: Path, n_items: int, dtype: str, result: Path) -> None:

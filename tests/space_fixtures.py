@@ -13,6 +13,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fakehub import FakeHub
 from gradio_client import Client
 
@@ -20,6 +21,22 @@ from tcmqa.leaderboard.settings import Settings
 from tcmqa.store import SQLiteStore
 
 APP = Path(__file__).resolve().parents[1] / "space" / "app.py"
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's: `playwright install` cannot download browsers here
+SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
+BROWSER = [  # pytestmark of a browser test module
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install -y chromium"),
+]
+
+
+def open_chromium(playwright: Any) -> Any:
+    """Headless Chromium through Playwright, no sandbox (tests run as root), no background traffic."""
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    )
 
 
 def space_app() -> dict[str, Any]:

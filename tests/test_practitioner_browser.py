@@ -11,14 +11,12 @@ from pathlib import Path
 
 import pytest
 from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
-from space_fixtures import hub_models, launch, local_settings
+from space_fixtures import BROWSER, SHOTS, hub_models, launch, local_settings, open_chromium
 
 from tcmqa.build import build
 from tcmqa.data import load_config
 from tcmqa.store import SQLiteStore
 
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
 BLOCK = 8
 RECORD_TRAFFIC = """
 window.__traffic = [];
@@ -40,10 +38,7 @@ window.fetch = async (...args) => {
 };
 """
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install -y chromium"),
-]
+pytestmark = BROWSER
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +62,7 @@ def test_practitioner_browser_answers_reloads_and_resumes(tmp_path: Path, multi_
     demo, url = launch(settings, store, hub_models())
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM,
-                args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-            )
+            browser = open_chromium(p)
             page = browser.new_page(viewport={"width": 1300, "height": 1100})
             # every byte of every response the page fetches, streams included: gradio's queue streams each
             # event's outputs over fetch, so the page's own fetch is wrapped and each response cloned

@@ -11,8 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from space_fixtures import hub_models, launch, local_settings
+from space_fixtures import BROWSER, SHOTS, hub_models, launch, local_settings, open_chromium
 from stand_in import STAND_IN
 
 from tcmqa.leaderboard.board import COMPARABLE, PARTIAL, UNKNOWN_DATA
@@ -20,13 +19,7 @@ from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import RESULTS
 from tcmqa.store import SQLiteStore
 
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install -y chromium"),
-]
+pytestmark = BROWSER
 
 
 def test_board_filters_and_submission_status(tmp_path: Path, demo_tree: Path) -> None:
@@ -65,10 +58,7 @@ def test_board_filters_and_submission_status(tmp_path: Path, demo_tree: Path) ->
     )
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM,
-                args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-            )
+            browser = open_chromium(p)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             table = page.locator("#board-table")
@@ -141,10 +131,7 @@ def test_a_partial_run_and_a_full_run_of_one_model_are_shown_apart(tmp_path: Pat
     demo, url = launch(local_settings(store.root, demo_tree), store, hub_models())
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM,
-                args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-            )
+            browser = open_chromium(p)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             table = page.locator("#board-table")
