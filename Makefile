@@ -5,7 +5,7 @@ PY      ?= python3.11
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
-# bf16 where the CPU computes it natively (AVX-512 BF16 / AMX), else float32: emulated bf16 is ~10x slower
+# bf16 where the CPU computes it natively (AVX-512 BF16 / AMX), else float32: emulated bf16 is 4-6x slower
 DTYPE   ?= $(shell grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo && echo bfloat16 || echo float32)
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1

@@ -137,7 +137,7 @@ class Engine(ABC):
         self._load()
         if self.dtype == "bfloat16" and not self.accelerated and not native_bf16():
             logger.warning(
-                "bfloat16 on a CPU without AVX-512 BF16 or AMX is emulated, about 10x slower than float32; "
+                "bfloat16 on a CPU without AVX-512 BF16 or AMX is emulated, 4-6x slower than float32; "
                 "pass --dtype float32 for speed (rows then differ from bf16 runs within bf16 rounding)"
             )
 

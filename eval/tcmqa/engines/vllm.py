@@ -4,7 +4,7 @@ by token id.
 Chunks are streamed (``_generate_chunks``): the next chunk's requests join the scheduler's queue while
 the current chunk is still generating, so the batch never drains at a chunk boundary. Calling
 ``LLM.generate`` once per chunk instead let the batch run down to a few sequences at the end of every
-chunk; on 2 AVX2 cores that halved throughput at 64-item chunks (3.0 against 6.0 items/s).
+chunk: 2.80 against 3.42 items/s at 32-item chunks on 2 AVX2 cores (``bench/where_time_goes.py``).
 
 The prompts go in as token ids (``TokensPrompt``), exactly the ids ``Engine.render`` produced from the
 protocol's rendering, so vLLM neither re-renders the chat template nor re-tokenizes (what ``LLM.chat``
