@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build": ("tcmqa.build", "build every config from raw sources into a Hub repo tree"),
     "publish": ("tcmqa.publish", "validate a built tree and upload it to the Hub in one commit"),
     "eval": ("tcmqa.harness", "evaluate a model under the frozen protocol"),
+    "probe": ("tcmqa.probes.run", "probe a finished run: option rotations and the option-order (memorisation) test"),
     "merge": ("tcmqa.merge", "join the run folders of `tcmqa eval --shard I/N` into one run"),
     "report": ("tcmqa.report", "write every table and figure of the paper"),
     "simulate": ("tcmqa.simulate", "write a full-scale SIMULATED study in the real schemas"),

@@ -2,7 +2,8 @@
 
 Each field becomes ``--field-name``; its ``metadata`` may give ``help``, ``choices``, ``metavar`` and
 ``env`` (an environment variable that overrides the field's default, read when the parser is built).
-A ``bool`` field is a switch; a field without a default is a required flag. A ``dict`` field is a
+A ``bool`` field is a switch; a field without a default is a required flag; ``metadata["positional"]``
+makes a field an operand instead of a flag. A ``dict`` field is a
 repeatable ``KEY=VALUE`` flag (``metadata["flag"]`` may name it, e.g. ``--engine-arg`` for
 ``engine_args``): each VALUE is read as JSON where it parses (``512``, ``true``, ``{"a": 1}``) and kept
 as a string where it does not.
@@ -119,6 +120,10 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ..
         if "env" in meta and os.environ.get(meta["env"]):
             default = kind(os.environ[meta["env"]])
         kwargs: dict[str, Any] = {"help": meta.get("help"), "dest": field.name}
+        if meta.get("positional"):  # an operand, e.g. ``tcmqa probe RUN_DIR``
+            parser.add_argument(field.name, type=Path if kind is Path else kind, help=meta.get("help"),
+                                metavar=meta.get("metavar", field.name.upper()))  # fmt: skip
+            continue
         if kind is bool:
             parser.add_argument(flag, action="store_true", **kwargs)
             continue
@@ -144,7 +149,9 @@ def to_argv(config: Any) -> list[str]:
     for field in dataclasses.fields(config):
         value = getattr(config, field.name)
         flag = _flag(field)
-        if isinstance(value, dict):
+        if field.metadata.get("positional"):
+            argv.append(str(value))
+        elif isinstance(value, dict):
             for key, item in value.items():
                 argv += [flag, format_key_value(key, item)]
         elif value is True:

@@ -93,6 +93,13 @@ class EvalConfig:
             "metavar": "I/N",
         },
     )
+    probes: bool = field(
+        default=False,
+        metadata={
+            "help": "then run the probes (rotations, option-order test; `tcmqa probe` with its defaults) in the "
+            "same engine load"
+        },
+    )
     name: str | None = field(
         default=None, metadata={"help": "model name in the rows (default: the Hub id, or a local folder's name)"}
     )
@@ -295,7 +302,10 @@ def check_out_dir(out: Path, manifest: dict[str, Any], resume: bool) -> None:
             raise SystemExit(f"{out} already holds a run; pass --resume to continue it or choose another --out")
         return
     previous = json.loads(manifest_file.read_text())
-    differ = {key: (previous.get(key), value) for key, value in manifest.items() if previous.get(key) != value}
+    # a key an older tcmqa did not record is not compared, so an upgrade does not strand a run
+    differ = {
+        key: (previous.get(key), value) for key, value in manifest.items() if key in previous and previous[key] != value
+    }
     if differ:
         detail = "; ".join(f"{key}: {old!r} there, {new!r} now" for key, (old, new) in differ.items())
         raise SystemExit(f"cannot resume: {out} holds a different run ({detail}). Use another --out.")
@@ -348,6 +358,7 @@ def run_manifest(
     chat_template = read_template(config)
     return {
         "model": model_name(config),
+        "model_source": config.model,  # what `tcmqa probe` loads: the Hub id or the local folder
         **engine.describe(),
         "engine_args": engine_options(config),
         "protocol": prompts.PROTOCOL,
@@ -486,9 +497,20 @@ def format_row(results: dict[str, Any]) -> str:
 
 def main(args: argparse.Namespace) -> int:
     config = EvalConfig.from_args(args)
-    report = run(config)
-    if config.dry_run:
-        return 0
-    print(format_row(report.results))
+    if config.probes and (config.shard or config.dry_run):
+        raise SystemExit("--probes runs on a whole run: probe the merged shards with `tcmqa probe RUN_DIR`")
+    engine = open_engine(config) if config.probes else None
+    try:
+        report = run(config, engine)
+        if config.dry_run:
+            return 0
+        print(format_row(report.results))
+        if engine is not None:
+            from tcmqa.probes.run import ProbeConfig, format_probes, run_probes
+
+            print(format_probes(run_probes(ProbeConfig(report.out, chat_template=config.chat_template), engine)))
+    finally:
+        if engine is not None:
+            engine.close()
     print(f"outputs and results in {report.out}")
     return 0

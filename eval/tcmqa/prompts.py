@@ -38,8 +38,17 @@ def render_user(item: Mapping[str, Any]) -> str:
     answer_type = item["answer_type"]
     if answer_type not in INSTRUCTIONS:
         raise ValueError(f"answer_type must be one of {sorted(INSTRUCTIONS)}, got {answer_type!r}")
+    return f"{INSTRUCTIONS[answer_type]}\n\n{render_item(item)}"
+
+
+def render_item(item: Mapping[str, Any]) -> str:
+    """The stem, then the options one per line as ``A. ...`` to ``E. ...`` (the item's text, no instruction).
+
+    >>> render_item({"question": "Q", "options": dict(zip("ABCDE", "vwxyz"))})
+    'Q\\nA. v\\nB. w\\nC. x\\nD. y\\nE. z'
+    """
     options = "\n".join(f"{letter}. {item['options'][letter]}" for letter in LETTERS)
-    return f"{INSTRUCTIONS[answer_type]}\n\n{item['question']}\n{options}"
+    return f"{item['question']}\n{options}"
 
 
 def render_messages(item: Mapping[str, Any]) -> list[dict[str, str]]:

@@ -20,10 +20,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tcmqa.probes import calibration
 from tcmqa.schema import RESULTS
+from tcmqa.stats import bootstrap_means, percentile_interval
 
 PAPER_HUMAN_REFERENCE = 64.94  # practitioners' majority vote on the paper's 4,801-item subset
 MARGIN_CAP_QUANTILE = 0.99  # Appendix B: margins are capped at their 99th percentile
+BOOTSTRAP_REPLICATES = 1000  # for the 95% intervals of Full and Subset (seeded: a row recomputes to itself)
+# Columns a probe pass fills in (tcmqa.probes); the v1 pass leaves them null.
+PROBE_COLUMNS = (
+    "circular",
+    "rotation_mean",
+    "circular_drop",
+    "recall_std",
+    "pride",
+    "n_rotation",
+    "order_first",
+    "order_chance",
+    "order_p",
+    "order_percentile",
+    "n_order",
+    "order_excluded",
+    "probe_version",
+)
 
 
 def confidence_gap(
@@ -109,6 +128,14 @@ def _percent(values: pd.Series) -> float | None:
     return float(values.mean()) * 100 if len(values) else None
 
 
+def interval(correct: pd.Series) -> tuple[float | None, float | None]:
+    """95% percentile bootstrap interval of an accuracy (percent), items resampled; (None, None) if empty."""
+    if not len(correct):
+        return None, None
+    low, high = percentile_interval(bootstrap_means(correct.to_numpy(dtype=float), BOOTSTRAP_REPLICATES))
+    return 100 * float(low[0]), 100 * float(high[0])
+
+
 def _single_value(outputs: pd.DataFrame, column: str) -> str:
     values = outputs[column].unique()
     if len(values) != 1:
@@ -143,7 +170,8 @@ def results_row(
     ``majority_correct``) that were evaluated; the human reference is the practitioners' majority
     vote on those same items. Without a subset (or with no evaluated subset item) Subset and Δ human
     are null and the reference is the paper's 64.94. The confidence gap uses the generative channel's
-    correctness.
+    correctness. Full and Subset carry 95% bootstrap intervals; calibration is read from the stored
+    letter log-probs (:mod:`tcmqa.probes.calibration`); the probe columns stay null (a probe pass fills them).
     """
     if outputs.empty:
         raise ValueError("no output rows to summarise")
@@ -155,6 +183,8 @@ def results_row(
     if subset is not None and len(subset):
         on_subset = outputs.merge(subset[["item_id", "majority_correct"]], on="item_id", how="inner")
     subset_accuracy = _percent(on_subset["correct"]) if len(on_subset) else None
+    full_ci = interval(outputs["correct"])
+    subset_ci = interval(on_subset["correct"]) if len(on_subset) else (None, None)
     human = _percent(on_subset["majority_correct"]) if len(on_subset) else PAPER_HUMAN_REFERENCE
     row = {
         "model": _single_value(outputs, "model"),
@@ -190,6 +220,12 @@ def results_row(
         "data_fingerprint": data_fingerprint,
         "n_corpus": n_corpus,
         "coverage": 100 * len(outputs) / n_corpus if n_corpus else None,
+        "full_ci_low": full_ci[0],
+        "full_ci_high": full_ci[1],
+        "subset_ci_low": subset_ci[0],
+        "subset_ci_high": subset_ci[1],
+        **calibration.summarise(outputs),
+        **dict.fromkeys(PROBE_COLUMNS),
     }
     row = {key: (None if isinstance(value, float) and math.isnan(value) else value) for key, value in row.items()}
     if set(row) != set(RESULTS):

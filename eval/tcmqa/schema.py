@@ -125,6 +125,37 @@ OUTPUTS = datasets.Features(
     }
 )
 
+# Per-item probe rows (``tcmqa.probes``): extra passes over the same items under PROBE_VERSION, never
+# part of a protocol v1 row. A ``rotation`` row is one item under one cyclic rotation of its options
+# (rotation 0 is the published order, copied from the v1 run); an ``order`` row is one item's option-order
+# test. Columns that do not apply to a row's probe are null.
+PROBES = datasets.Features(
+    {
+        "model": _str,
+        "revision": _str,
+        "item_id": _str,
+        "answer_type": _str,
+        "probe": _str,  # "rotation" | "order"
+        "probe_version": _str,
+        # rotation rows
+        "rotation": datasets.Value("int8"),  # 0..4: option k of the published order is shown at letter k - rotation
+        "answer": _letters,  # the reference letters under this rotation
+        "generated_text": _str,
+        "prediction": _letters,
+        "correct": datasets.Value("bool"),
+        "letter_logprobs": datasets.Features({letter: datasets.Value("float32") for letter in LETTERS}),
+        "lp_prediction": _str,
+        "lp_correct": datasets.Value("bool"),
+        "prompt_hash": _str,
+        # order rows
+        "convention": _str,  # why the item is left out of the order test ("" when tested)
+        "n_orders": datasets.Value("int32"),  # option orders scored, the published one included
+        "order_rank": datasets.Value("int32"),  # 1: the published order is strictly the most likely
+        "order_percentile": datasets.Value("float32"),  # share of other orders less likely (ties half), percent
+        "published_logprob": datasets.Value("float64"),  # log-likelihood of the text as published, nats
+    }
+)
+
 
 # ---------------------------------------------------------------------------------------------
 # The results config: one declaration per column
@@ -193,6 +224,101 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         cli=True,
         doc="mean margin when right minus when wrong, nats (Appendix B)",
     ),
+    # Probes (tcmqa.probes): null until `tcmqa probe` (or `tcmqa eval --probes`) has run on the row's run.
+    ResultColumn(
+        "circular",
+        "Circular",
+        "float32",
+        True,
+        doc="CircularEval: exact match under all five cyclic rotations of the options, percent of the probed items",
+    ),
+    ResultColumn(
+        "rotation_mean", "Rot. mean", "float32", True, doc="exact match averaged over the five rotations, percent"
+    ),
+    ResultColumn(
+        "circular_drop",
+        "Circ. drop",
+        "float32",
+        False,
+        doc="exact match in the published order minus Circular, on the same items, points",
+    ),
+    ResultColumn(
+        "recall_std",
+        "Letter RStd",
+        "float32",
+        False,
+        doc="selection bias: standard deviation of the recall of each answer letter A-E over rotations, points",
+    ),
+    ResultColumn(
+        "pride",
+        "PriDe",
+        "float32",
+        True,
+        doc="log-prob channel accuracy after PriDe removes the letter prior estimated under rotations, percent "
+        "of the single-answer probed items left after estimation",
+    ),
+    ResultColumn("n_rotation", "Rotated items", "int32", board=False, doc="items probed under the five rotations"),
+    ResultColumn(
+        "order_first",
+        "Order 1st",
+        "float32",
+        doc="memorisation: share of tested items whose published option order is the most likely, percent",
+    ),
+    ResultColumn(
+        "order_chance", "Order chance", "float32", board=False, doc="Order 1st expected by chance: 100/(orders)"
+    ),
+    ResultColumn(
+        "order_p",
+        "Order p",
+        "float64",
+        doc="one-sided exact binomial p-value of Order 1st against chance; small means the published orders are "
+        "preferred (memorisation, or a convention the filter missed)",
+    ),
+    ResultColumn(
+        "order_percentile",
+        "Order pct",
+        "float32",
+        board=False,
+        doc="mean percentile of the published order among the scored orders (50 by chance)",
+    ),
+    ResultColumn("n_order", "Order items", "int32", board=False, doc="items in the order test"),
+    ResultColumn(
+        "order_excluded",
+        "Order excluded",
+        "int32",
+        board=False,
+        doc="sampled items left out of the order test because their order follows a convention",
+    ),
+    ResultColumn(
+        "ece",
+        "ECE",
+        "float32",
+        False,
+        doc="equal-mass expected calibration error (10 bins) of the log-prob channel, single-answer items, points",
+    ),
+    ResultColumn(
+        "acc_top10",
+        "Acc@10%",
+        "float32",
+        True,
+        doc="log-prob channel accuracy on the 10% of single-answer items it is most confident on, percent",
+    ),
+    ResultColumn(
+        "acc_coverage_area",
+        "Sel. area",
+        "float32",
+        True,
+        doc="area under the accuracy-coverage curve of the log-prob channel, single-answer items, percent",
+    ),
+    ResultColumn("full_ci_low", "Full CI low", "float32", board=False, doc="95% bootstrap interval of Full, lower"),
+    ResultColumn("full_ci_high", "Full CI high", "float32", board=False, doc="95% bootstrap interval of Full, upper"),
+    ResultColumn(
+        "subset_ci_low", "Subset CI low", "float32", board=False, doc="95% bootstrap interval of Subset, lower"
+    ),
+    ResultColumn(
+        "subset_ci_high", "Subset CI high", "float32", board=False, doc="95% bootstrap interval of Subset, upper"
+    ),
+    ResultColumn("probe_version", "Probe version", "string", board=False, doc="version of tcmqa.probes that ran"),
     ResultColumn("revision", "Revision", "string", doc="model commit sha, or local-<hash of the folder>"),
     ResultColumn("engine", "Engine", "string", doc="vllm | transformers"),
     ResultColumn("protocol", "Protocol", "string", doc="protocol version of tcmqa.prompts"),

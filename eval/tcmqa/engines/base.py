@@ -154,6 +154,20 @@ class Engine(ABC):
     def _generate(self, prompts: Sequence[Prompt]) -> list[Raw]:
         """Per prompt: generated token ids, finish reason, first-token log-prob of each letter id."""
 
+    @abstractmethod
+    def _loglikelihood(self, sequences: Sequence[Sequence[int]]) -> list[float]:
+        """Per token sequence: the sum over positions t >= 1 of log P(token t | tokens before t), in nats."""
+
+    def loglikelihood(self, sequences: Sequence[Sequence[int]]) -> list[float]:
+        """Log-likelihood of each token sequence under the model, prefill only (no generation).
+
+        The first token is context, not scored; sequences that share it (a BOS, or the same stem) are
+        comparable. The order test (``tcmqa.probes.order``) ranks an item's option orders with this.
+        """
+        if any(len(s) < 2 for s in sequences):
+            raise ValueError("each sequence needs at least two tokens (the first one is only context)")
+        return self._loglikelihood(sequences) if sequences else []
+
     def _generate_chunks(self, chunks: Iterable[Sequence[Prompt]]) -> Iterator[tuple[Sequence[Prompt], list[Raw]]]:
         """Each chunk with its raw generations, in order. One chunk at a time here; an engine with a
         scheduler (vLLM) overrides this to keep its batch full across chunk boundaries."""
