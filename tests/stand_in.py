@@ -1,6 +1,7 @@
-"""A stand-in for ``tcmqa eval``: writes what the harness writes (outputs/part-*.parquet and a full
-results.json row) after a delay set by environment variables, so worker crashes, timeouts and
-concurrency are exercised in seconds. The real harness runs in test_space_e2e.py.
+"""A stand-in for ``tcmqa eval``: writes what the harness writes (outputs/part-*.parquet, a full
+results.json row and, with ``--probes``, a probes part typed with ``PROBES`` after a "rotations" progress
+line) after a delay set by environment variables, so worker crashes, timeouts and concurrency are
+exercised in seconds. The real harness runs in test_space_e2e.py.
 
 Like the harness it resumes: with ``--resume`` it skips the steps an earlier attempt finished in the
 same ``--out``. Each start appends ``model pid parent-pid first-step`` to ``$STAND_IN_STARTS``.
@@ -13,6 +14,7 @@ p = argparse.ArgumentParser()
 for flag in ("--model", "--revision", "--data", "--out", "--name", "--family"):
     p.add_argument(flag)
 p.add_argument("--resume", action="store_true")
+p.add_argument("--probes", action="store_true")
 a = p.parse_args()
 out = Path(a.out)
 out.mkdir(parents=True, exist_ok=True)
@@ -31,8 +33,10 @@ if os.environ.get("STAND_IN_FAIL"):
     print("Traceback: CUDA out of memory", file=sys.stderr)
     sys.exit(3)
 import pandas as pd  # imported late: a start is on record before the slow imports
+import pyarrow as pa
+import pyarrow.parquet as pq
 from tcmqa.models import local_revision
-from tcmqa.schema import RESULTS
+from tcmqa.schema import PROBES, RESULTS
 (out / "outputs").mkdir(parents=True, exist_ok=True)
 pd.DataFrame({"model": [a.model], "item_id": ["1"]}).to_parquet(out / "outputs" / "part-00000.parquet")
 revision = a.revision or (local_revision(a.model) if Path(a.model).is_dir() else None)
@@ -41,4 +45,10 @@ row = {name: None for name in RESULTS} | {"model": a.model, "full": 20.0, "n": 1
 if os.environ.get("STAND_IN_BAD_ROW"):
     row["full"] = "twenty"
 (out / "results.json").write_text(json.dumps(row))
+if a.probes:
+    print("rotations: 100%|##########| 1/1 [00:00<00:00, 9.00item/s]", flush=True)
+    probe = {name: None for name in PROBES} | {"model": a.model, "item_id": "1", "probe": "rotation", "rotation": 2,
+                                               "answer": ["B"], "prediction": ["B"], "correct": True}
+    (out / "probes").mkdir(exist_ok=True)
+    pq.write_table(pa.Table.from_pylist([probe], schema=PROBES.arrow_schema), out / "probes" / "rotation-00000.parquet")
 """

@@ -8,6 +8,7 @@ with the real ``datasets.load_dataset`` from a snapshot of the fake repo.
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import threading
@@ -24,7 +25,7 @@ from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
 from tcmqa.hub import Publisher, request_json, with_retries
 from tcmqa.publish import publish, validate_tree
-from tcmqa.schema import OUTPUTS, RESULTS
+from tcmqa.schema import OUTPUTS, PROBES, RESULTS
 from tcmqa.store import FINISHED, open_store
 
 REPO, REQUESTS = "org/TCMQA", "org/requests"
@@ -98,13 +99,33 @@ def output_rows(i: int, item_ids: list[str]) -> list[dict]:
     ]
 
 
-def write_parts(folder: Path, rows: list[dict], n_parts: int) -> list[Path]:
+def probe_rows(i: int, item_ids: list[str]) -> list[dict]:
+    """A rotation row per item and rotation 0-1, and an order row per item, as ``tcmqa.probes`` writes them."""
+    facts = {"model": f"org/model-{i:02d}", "revision": f"{i:040x}", "answer_type": "single", "probe_version": "p1"}
+    rotations = [
+        {"probe": "rotation", "rotation": k, "answer": ["ABCDE"[k]], "generated_text": "A", "prediction": ["A"],
+         "correct": k == 0, "letter_logprobs": dict.fromkeys("ABCDE", -1.5), "lp_prediction": "A",
+         "lp_correct": k == 0, "prompt_hash": f"{k:064x}"}
+        for k in range(2)
+    ]  # fmt: skip
+    order = {"probe": "order", "convention": "", "n_orders": 24, "order_rank": 1, "order_percentile": 100.0,
+             "published_logprob": -123.25}  # fmt: skip
+    return [
+        {name: None for name in PROBES} | facts | {"item_id": item_id} | extra
+        for item_id in item_ids
+        for extra in (*rotations, order)
+    ]
+
+
+def write_parts(
+    folder: Path, rows: list[dict], n_parts: int, features: datasets.Features = OUTPUTS, stem: str = "part"
+) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
-    size = -(-len(rows) // n_parts)
+    size = -(-len(rows) // max(1, n_parts))
     paths = []
     for p in range(n_parts):
-        path = folder / f"part-{p:05d}.parquet"
-        pq.write_table(pa.Table.from_pylist(rows[p * size : (p + 1) * size], schema=OUTPUTS.arrow_schema), path)
+        path = folder / f"{stem}-{p:05d}.parquet"
+        pq.write_table(pa.Table.from_pylist(rows[p * size : (p + 1) * size], schema=features.arrow_schema), path)
         paths.append(path)
     return paths
 
@@ -112,14 +133,19 @@ def write_parts(folder: Path, rows: list[dict], n_parts: int) -> list[Path]:
 ITEM_IDS = [str(k) for k in range(6)]
 
 
-def run_job(store, tmp_path: Path, i: int, item_ids: list[str] = ITEM_IDS, parts: int = 2) -> tuple[str, dict]:
-    """Submit, claim, heartbeat and finish job ``i``; returns its id and row."""
+def run_job(
+    store, tmp_path: Path, i: int, item_ids: list[str] = ITEM_IDS, parts: int = 2, probe_parts: int = 0
+) -> tuple[str, dict]:
+    """Submit, claim, heartbeat and finish job ``i`` (probed in ``probe_parts`` parts); returns its id and row."""
     job = store.submit(f"org/model-{i:02d}", f"{i:040x}", "v1", "user", meta={"family": "Qwen2", "params_b": 0.5})
     claimed = store.claim("worker")
     assert claimed is not None and claimed.id == job.id
     assert store.heartbeat(claimed, "50%")
     row = result_row(i)
-    assert store.finish(claimed, row, write_parts(tmp_path / "runs" / job.id, output_rows(i, item_ids), parts))
+    run = tmp_path / "runs" / job.id
+    outputs = write_parts(run / "outputs", output_rows(i, item_ids), parts)
+    probes = write_parts(run / "probes", probe_rows(i, item_ids), probe_parts, PROBES, "rotation")
+    assert store.finish(claimed, row, outputs, probes)
     return job.id, row
 
 
@@ -305,6 +331,26 @@ def test_published_results_and_outputs_load_with_datasets(demo_tree, tmp_path):
     assert {n for n in hub.files(REPO) if n.startswith(("results/", "outputs/"))} == {
         n for n in names if n.startswith(("results/", "outputs/"))
     }
+
+
+def test_a_probed_job_is_published_in_one_commit(tmp_path):
+    """A job's results row, outputs and probes parts land in one commit; the probes keep their rows and types."""
+    hub = FakeHub()
+    store = make_store(tmp_path)
+    job_id, _ = run_job(store, tmp_path, 0, parts=1, probe_parts=2)
+    assert fast(store, hub).publish_pending() == 1
+    [commit] = hub.commits_to(REPO)
+    assert sorted(commit.added) == [
+        f"outputs/{job_id}-part-00000.parquet",
+        f"probes/{job_id}-part-00000.parquet",
+        f"probes/{job_id}-part-00001.parquet",
+        f"results/{job_id}.parquet",
+    ]
+    files = hub.files(REPO)
+    parts = [pq.read_table(io.BytesIO(files[f"probes/{job_id}-part-{i:05d}.parquet"])) for i in range(2)]
+    assert all(part.schema.remove_metadata() == PROBES.arrow_schema.remove_metadata() for part in parts)
+    assert [row for part in parts for row in part.to_pylist()] == typed(probe_rows(0, ITEM_IDS), PROBES)
+    assert fast(make_store(tmp_path / "fresh"), hub).import_published() == 1  # the import reads results/ only
 
 
 def test_a_failed_publication_is_recorded_and_retried_later(tmp_path):

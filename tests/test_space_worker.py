@@ -68,7 +68,7 @@ def test_a_killed_local_worker_is_restarted_and_its_job_resumed(tmp_path: Path, 
         first, second = (line.split() for line in starts.read_text().splitlines())
         assert job.attempts == 2 and first[3] == "0" and int(second[3]) > 0  # resumed, not from zero
         assert int(second[2]) != worker_pid  # run by the restarted worker
-        assert len(store.results()) == 1
+        assert len(store.results()) == 1 and len(store.probes_files()) == 1  # probed in the same harness run
     finally:
         app.terminate()
         app.wait(timeout=30)

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import sqlalchemy as sa
 from postgres import fresh_database
 
+from tcmqa import store as store_module
 from tcmqa.store import (
     FAILED,
     FINISHED,
@@ -84,6 +86,17 @@ def _outputs(tmp_path: Path, model: str, parts: int = 1) -> list[Path]:
     for i in range(parts):
         path = tmp_path / f"{model.replace('/', '_')}-part-{i}.parquet"
         pd.DataFrame({"model": [model, model], "item_id": [f"{i}-1", f"{i}-2"]}).to_parquet(path)
+        paths.append(path)
+    return paths
+
+
+def _probes(folder: Path, model: str) -> list[Path]:
+    """A probed run's parts, named as ``tcmqa probe`` names them (the store numbers them in name order)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, probe in (("rotation-00000", "rotation"), ("order-00000", "order"), ("rotation-00001", "rotation")):
+        path = folder / f"{name}.parquet"
+        pd.DataFrame({"model": [model], "item_id": [name], "probe": [probe]}).to_parquet(path)
         paths.append(path)
     return paths
 
@@ -334,6 +347,65 @@ def test_outputs_bytes_live_in_the_database(open_, tmp_path: Path) -> None:
     files[0].unlink()  # an incomplete cache folder is rewritten
     assert reader.outputs_files() == files and files[0].read_bytes() == sorted(sources)[0].read_bytes()
     assert not [p for p in (tmp_path / "reader-cache").iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_probes_parts_are_recorded_published_and_materialised(open_, tmp_path: Path) -> None:
+    """finish keeps the probes parts beside the outputs, in one transaction; another machine reads them."""
+    writer = open_("writer-cache")
+    writer.submit("org/a", SHA, "v1", "alice")
+    first = writer.claim("w1")
+    writer.requeue_stale(stale_after=-1, max_attempts=3)  # the first attempt loses its claim
+    second = writer.claim("w2")
+    outputs, probes = _outputs(tmp_path, "org/a"), _probes(tmp_path / "run", "org/a")
+    assert not writer.finish(first, _row("org/a"), outputs, probes)
+    assert writer.probes_files() == []  # a lost claim records nothing
+    assert writer.finish(second, _row("org/a"), outputs, probes)
+    in_order = [p.read_bytes() for p in sorted(probes)]  # order-00000, rotation-00000, rotation-00001
+    [publication] = writer.unpublished()
+    assert publication.probes == in_order and len(publication.outputs) == 1
+    assert publication.nbytes == sum(map(len, in_order)) + len(publication.outputs[0])
+    reader = open_("reader-cache")
+    files = reader.probes_files()
+    assert [f.relative_to(tmp_path / "reader-cache").as_posix() for f in files] == [
+        f"probes/{second.id}/part-{i:05d}.parquet" for i in range(3)
+    ]
+    assert [f.read_bytes() for f in files] == in_order
+    assert [f.parent.name for f in reader.outputs_files()] == [second.id]  # the outputs are apart from them
+    assert [pd.read_parquet(f).loc[0, "probe"] for f in files] == ["order", "rotation", "rotation"]
+    files[1].unlink()  # an incomplete cache folder is rewritten
+    assert reader.probes_files() == files and files[1].read_bytes() == in_order[1]
+
+
+def test_a_store_of_the_previous_schema_version_is_upgraded(
+    url: str, tmp_path: Path, opened: list[Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store at version 3 (no probes): its finished, unpublished job and its running job carry over."""
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:3])
+    old = Store(url, cache_dir=tmp_path / "old")
+    opened.append(old)
+    assert old.schema_version() == 3
+    with old._read() as conn:
+        assert not sa.inspect(conn).has_table("probes")
+    done = old.submit("org/a", SHA, "v1", "alice")
+    old.claim("w")
+    with old._write() as conn:  # what version 3's finish wrote: the row, outputs and the publication
+        conn.execute(sa.update(store_module.jobs_t).where(store_module.jobs_t.c.id == done.id).values(status=FINISHED))
+        conn.execute(sa.insert(store_module.results_t).values(job_id=done.id, row=json.dumps(_row("org/a"))))
+        data = _outputs(tmp_path, "org/a")[0].read_bytes()
+        conn.execute(sa.insert(store_module.outputs_t).values(job_id=done.id, part=0, data=data))
+        conn.execute(sa.insert(store_module.publications_t).values(job_id=done.id, created_at=1.0, next_try_at=1.0))
+    running = old.submit("org/b", SHA, "v1", "bob")
+    claimed = old.claim("w")
+    monkeypatch.undo()
+
+    new = Store(url, cache_dir=tmp_path / "new")
+    opened.append(new)
+    assert new.schema_version() == len(MIGRATIONS)
+    [waiting] = new.unpublished()
+    assert (waiting.job.id, waiting.outputs, waiting.probes) == (done.id, [data], [])
+    assert claimed.id == running.id and new.finish(claimed, _row("org/b"), [], _probes(tmp_path / "b", "org/b"))
+    assert {f.parent.name for f in new.probes_files()} == {running.id} and len(new.probes_files()) == 3
+    assert [p.job.id for p in new.unpublished()] == [done.id, running.id]
 
 
 def test_open_store(tmp_path: Path, opened: list[Store]) -> None:

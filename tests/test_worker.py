@@ -7,17 +7,21 @@ runs in tests/test_space_e2e.py.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from stand_in import STAND_IN
+from tqdm import tqdm
 
+from tcmqa.schema import PROBES
 from tcmqa.store import FAILED, FINISHED, RUNNING, SQLiteStore
-from tcmqa.worker import WorkerConfig, harness_command, run_job, work
+from tcmqa.worker import WorkerConfig, _progress, harness_command, run_job, work
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -96,7 +100,9 @@ def test_harness_command_template(tmp_path: Path) -> None:
         "float32",
         "--limit",
         "5",
+        "--probes",
     ]
+    assert "--probes" not in harness_command(dataclasses.replace(cfg, skip_probes=True), hub, tmp_path / "r")
     local = store.submit("m", SHA, "v1", "u", {"path": "/models/m"})
     assert harness_command(cfg, local, tmp_path / "r")[3:9] == [
         "eval",
@@ -123,6 +129,33 @@ def test_finished_records_row_and_outputs(tmp_path: Path, stand_in: str) -> None
         20.0,
     )
     assert len(store.outputs_files()) == 1
+    [probes] = store.probes_files()  # the harness probed in the same run, and the store kept the part
+    rows = pd.read_parquet(probes)
+    assert list(rows.columns) == list(PROBES) and (rows.loc[0, "model"], rows.loc[0, "probe"]) == ("org/m", "rotation")
+    assert [p.job.id for p in store.unpublished()] == [job.id] and len(store.unpublished()[0].probes) == 1
+
+
+def test_skip_probes_evaluates_only(tmp_path: Path, stand_in: str) -> None:
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("org/m", SHA, "v1", "u")
+    assert work(store, _cfg(tmp_path, stand_in, skip_probes=True), "w", once=True) == 1
+    assert store.get(job.id).status == FINISHED and len(store.outputs_files()) == 1
+    assert store.probes_files() == [] and store.unpublished()[0].probes == []
+
+
+def test_the_queue_shows_which_probe_runs(tmp_path: Path) -> None:
+    """The progress line is the last tqdm line of the log: the probes' bars come after the evaluation's."""
+    log = tmp_path / "harness.log"
+    with log.open("w") as out:
+        for desc, total in (("org/m (vllm)", 8), ("rotations", 4), ("order test", 2)):
+            with tqdm(total=total, desc=desc, unit="item", file=out, mininterval=0) as bar:
+                bar.update(total)
+            out.flush()
+            assert _progress(log).startswith(f"{desc}: 100%")
+        with tqdm(total=4, desc="rotations", unit="item", file=out, mininterval=0) as bar:
+            bar.update(1)
+            out.flush()
+            assert _progress(log).startswith("rotations:  25%") and "1/4" in _progress(log)
 
 
 def test_a_result_of_another_revision_is_refused(
@@ -256,5 +289,6 @@ def test_worker_engine_arg_passes_through_to_the_harness(tmp_path: Path) -> None
     assert command[-6:] == argv
     eval_parser = argparse.ArgumentParser()
     add_arguments(eval_parser)
-    assert EvalConfig.from_args(eval_parser.parse_args(command[4:])).engine_args == cfg.engine_args
+    parsed = EvalConfig.from_args(eval_parser.parse_args(command[4:]))
+    assert parsed.engine_args == cfg.engine_args and parsed.probes  # the real harness takes every flag we pass
     assert flags.to_argv(cfg).count("--engine-arg") == 3  # what a --gpus worker's children are started with

@@ -1,4 +1,4 @@
-"""Publication to the Hub: the evaluation queue's results, outputs and request statuses, in few commits.
+"""Publication to the Hub: the evaluation queue's results, outputs, probes and request statuses, in few commits.
 
 The queue lives in a database (``tcmqa.store``); the Hub is only where finished work is published.
 A finished job is an entry in the store's publication outbox; a ``Publisher`` (one thread in the app or
@@ -6,6 +6,7 @@ a worker) drains that outbox into the benchmark dataset repo, many jobs per comm
 
     results/<job id>.parquet              one row, typed with ``tcmqa.schema.RESULTS`` (``results`` config)
     outputs/<job id>-part-NNNNN.parquet   the job's per-item outputs (``outputs`` config)
+    probes/<job id>-part-NNNNN.parquet    the job's per-item probe rows (``probes`` config), if it was probed
 
 and, when a requests repo is given, mirrors the queue's statuses there at most once per
 ``mirror_every_s`` (``requests/<job id>.json``, the Open LLM Leaderboard's convention), only for jobs
@@ -47,6 +48,7 @@ T = TypeVar("T")
 
 RESULTS_DIR = "results"
 OUTPUTS_DIR = "outputs"
+PROBES_DIR = "probes"
 REQUESTS_DIR = "requests"
 MIRROR_CURSOR = "hub.mirror.cursor"  # store state: status_at of the newest status change mirrored
 MIRROR_LAST = "hub.mirror.last_commit"  # store state: wall time of the last mirror commit
@@ -355,13 +357,12 @@ class Publisher:
             if not pending:
                 return 0
             suspects = [pub for pub in pending if pub.job.id in self._suspects]
-            chosen, size = suspects[:1], sum(len(b) for pub in suspects[:1] for b in pub.outputs)
+            chosen, size = suspects[:1], sum(pub.nbytes for pub in suspects[:1])
             for pub in pending if not suspects else []:
-                pub_size = sum(len(b) for b in pub.outputs)
-                if chosen and size + pub_size > self.max_batch_bytes:
+                if chosen and size + pub.nbytes > self.max_batch_bytes:
                     break
                 chosen.append(pub)
-                size += pub_size
+                size += pub.nbytes
             ids = [pub.job.id for pub in chosen]
             try:
                 operations = self._operations(chosen)
@@ -406,12 +407,14 @@ class Publisher:
 
     @staticmethod
     def _operations(pubs: Iterable[Any]) -> list[CommitOperationAdd]:
+        """Each job's results file, then its outputs and probes parts: every file of a job in one commit."""
         operations = []
         for pub in pubs:
             job_id = pub.job.id
             operations.append(CommitOperationAdd(f"{RESULTS_DIR}/{job_id}.parquet", results_parquet(pub.row)))
-            for i, data in enumerate(pub.outputs):
-                operations.append(CommitOperationAdd(f"{OUTPUTS_DIR}/{job_id}-part-{i:05d}.parquet", bytes(data)))
+            for folder, parts in ((OUTPUTS_DIR, pub.outputs), (PROBES_DIR, pub.probes)):
+                for i, data in enumerate(parts):
+                    operations.append(CommitOperationAdd(f"{folder}/{job_id}-part-{i:05d}.parquet", bytes(data)))
         return operations
 
     def import_published(self) -> int | None:

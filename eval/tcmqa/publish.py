@@ -2,8 +2,8 @@
 
 The dataset repo has two owners: ``tcmqa build`` (this command) owns the ``corpus``, ``responses``
 and ``subset`` configs and the card; the leaderboard's publisher (``tcmqa.hub``) appends the
-``outputs`` and ``results`` configs, one file per evaluation. A publish replaces the built configs'
-shards and never touches ``outputs/`` or ``results/``.
+``outputs``, ``results`` and ``probes`` configs (``tcmqa.card.APPENDED_CONFIGS``), files per evaluation.
+A publish replaces the built configs' shards and never touches the appended configs' folders.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def validate_tree(tree: str | Path) -> list[str]:
             continue
         features, rows[name] = _read(tree / name)
         if features is None:
-            if name not in APPENDED_CONFIGS:  # outputs/results are declared for the Space to append to
+            if name not in APPENDED_CONFIGS:  # declared for the Space to append to
                 problems.append(f"config '{name}' is declared but {tree / name} has no Parquet files")
         elif features != FEATURES[name]:
             problems.append(
@@ -80,8 +80,8 @@ def validate_tree(tree: str | Path) -> list[str]:
         if not r["answer"] or r["answer"] != sorted(set(r["answer"])) or not set(r["answer"]) <= set(LETTERS):
             problems.append(f"corpus item {r['id']}: answer {r['answer']} is not a sorted set of A-E")
     known = set(ids)
-    for name, key in (("responses", "item_id"), ("subset", "item_id"), ("outputs", "item_id")):
-        unknown = {r[key] for r in rows.get(name, [])} - known
+    for name in ("responses", "subset", "outputs", "probes"):
+        unknown = {r["item_id"] for r in rows.get(name, [])} - known
         if unknown:
             problems.append(f"{name} refers to {len(unknown)} item(s) not in corpus, e.g. {sorted(unknown)[:3]}")
     for r in rows.get("subset", []):
@@ -98,7 +98,8 @@ def publish(
     """Upload ``tree`` to the dataset repo ``repo_id`` in one commit; returns the commit URL.
 
     Stale shards of the built configs (``delete_patterns``) are deleted in the same commit, so those
-    configs end up holding exactly the tree; the Space's ``outputs/`` and ``results/`` stay.
+    configs end up holding exactly the tree; the Space's appended configs (``outputs/``, ``results/``,
+    ``probes/``) stay.
     """
     problems = validate_tree(tree)
     if problems:
@@ -121,7 +122,8 @@ def delete_patterns() -> list[str]:
     """The Hub files a publish replaces: the shards of the configs ``tcmqa build`` owns, and no others.
 
     ``upload_folder`` matches these with ``fnmatch``, where ``*`` crosses ``/`` (``*/*.parquet`` would
-    match ``results/…`` and ``outputs/…`` too), so every pattern is anchored on its config's folder.
+    match ``results/…``, ``outputs/…`` and ``probes/…`` too), so every pattern is anchored on its config's
+    folder.
     A built config absent from the tree is deleted too: the card no longer declares it.
     """
     return [f"{config}/*.parquet" for config in BUILT_CONFIGS]
@@ -144,7 +146,8 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"{args.tree} is valid; would upload {len(files)} files to {args.repo} in one commit:")
         print("\n".join(f"  {f}" for f in files))
-        print(f"replacing the Hub's files matching {', '.join(delete_patterns())}; outputs/ and results/ stay")
+        kept = ", ".join(f"{config}/" for config in APPENDED_CONFIGS)
+        print(f"replacing the Hub's files matching {', '.join(delete_patterns())}; {kept} stay")
     else:
         print(f"published {len(files)} files to {args.repo}: {url}")
     return 0

@@ -4,13 +4,13 @@ The web process enqueues and reads; workers (other processes, maybe other machin
 and record; a publisher copies finished evaluations to the Hub. Every state change is one database
 transaction, so two workers never both run a job and a job re-run after a crash is recorded exactly
 once: a claim carries a token, and heartbeat/finish/fail only succeed while the job is still RUNNING
-under that token. ``finish`` stores the results row, the outputs Parquet bytes and an unpublished
-publication in the same transaction, so workers on other machines need no shared disk and a
+under that token. ``finish`` stores the results row, the outputs and probes Parquet bytes and an
+unpublished publication in the same transaction, so workers on other machines need no shared disk and a
 finished evaluation is never lost between the queue and the Hub.
 
-    open_store(".cache/space")                     SQLite: <dir>/queue.sqlite (WAL); outputs cached in <dir>/outputs
+    open_store(".cache/space")                     SQLite: <dir>/queue.sqlite (WAL); parts cached in <dir>/outputs
     open_store("sqlite:////abs/dir/queue.sqlite")  the same, naming the file (SQLAlchemy URL: 4 slashes = absolute)
-    open_store("postgresql://user@host:5432/db")   PostgreSQL (psycopg 3); outputs cached in $TCMQA_CACHE/store-outputs
+    open_store("postgresql://user@host:5432/db")   PostgreSQL (psycopg 3); parts cached in $TCMQA_CACHE/store-outputs
 
 One implementation serves both dialects (SQLAlchemy Core); they differ in three small places: how a
 writing transaction begins (SQLite ``BEGIN IMMEDIATE``; PostgreSQL row locks with ``FOR UPDATE SKIP
@@ -100,13 +100,19 @@ class Job:
 
 @dataclasses.dataclass
 class Publication:
-    """A finished evaluation waiting for the Hub: its job, results row and outputs Parquet parts."""
+    """A finished evaluation waiting for the Hub: its job, results row, outputs and probes Parquet parts."""
 
     job: Job
     row: dict[str, Any]
     outputs: list[bytes]
+    probes: list[bytes] = dataclasses.field(default_factory=list)
     attempts: int = 0  # failed publication attempts so far
     last_error: str = ""
+
+    @property
+    def nbytes(self) -> int:
+        """The Parquet bytes it adds to a commit (what bounds a publication batch)."""
+        return sum(len(data) for data in (*self.outputs, *self.probes))
 
 
 def new_job(model: str, revision: str, protocol: str, user: str, meta: dict[str, Any] | None = None) -> Job:
@@ -157,13 +163,22 @@ results_t = sa.Table(
     sa.Column("row", _T, nullable=False),
     sa.Column("recorded_at", _F),
 )
-outputs_t = sa.Table(
-    "outputs",
-    _meta,
-    sa.Column("job_id", _T, primary_key=True),
-    sa.Column("part", sa.Integer, primary_key=True),
-    sa.Column("data", sa.LargeBinary, nullable=False),
-)
+
+
+def _parts_table(name: str) -> sa.Table:
+    """A job's Parquet parts as bytes, numbered from 0 in file-name order."""
+    return sa.Table(
+        name,
+        _meta,
+        sa.Column("job_id", _T, primary_key=True),
+        sa.Column("part", sa.Integer, primary_key=True),
+        sa.Column("data", sa.LargeBinary, nullable=False),
+    )
+
+
+outputs_t = _parts_table("outputs")  # the ``outputs`` config's rows of each job
+probes_t = _parts_table("probes")  # the ``probes`` config's rows of each job (tcmqa.probes)
+PROBES_CACHE = "probes"  # probes parts are materialised in <cache_dir>/probes/<job id>/
 publications_t = sa.Table(
     "publications",
     _meta,
@@ -297,10 +312,16 @@ def _migration_3(conn: Connection, store: Store) -> None:
         table.create(conn, checkfirst=True)  # with their indexes
 
 
+def _migration_4(conn: Connection, store: Store) -> None:
+    """Probes parts beside the outputs parts (jobs finished before have none: they were not probed)."""
+    probes_t.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
     _migration_3,
+    _migration_4,
 ]  # version i+1 = MIGRATIONS[i]
 _SUBMIT_LOCK = 0x74636D71  # PostgreSQL advisory lock keys ("tcmq")
 _MIGRATE_LOCK = _SUBMIT_LOCK + 1
@@ -336,7 +357,8 @@ class Store:
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 
     Each process opens its own ``Store`` (and so its own engine); every method is one short
-    transaction. ``cache_dir`` is where ``outputs_files`` materialises outputs for local readers.
+    transaction. ``cache_dir`` is where ``outputs_files`` and ``probes_files`` materialise parts for local
+    readers.
     """
 
     def __init__(self, url: str | os.PathLike, *, cache_dir: str | Path | None = None):
@@ -586,24 +608,26 @@ class Store:
         with self._write() as conn:
             return self._owned_update(conn, job, heartbeat_at=now, updated_at=now, progress=progress)
 
-    def finish(self, job: Job, row: dict[str, Any], outputs: list[Path]) -> bool:
-        """Record the results row and outputs, mark FINISHED and queue the publication, in one transaction.
+    def finish(self, job: Job, row: dict[str, Any], outputs: Collection[Path], probes: Collection[Path] = ()) -> bool:
+        """Record the results row, outputs and probes parts, mark FINISHED and queue the publication, in one
+        transaction. Parts are numbered in file-name order.
 
         False (and nothing recorded) if the claim was lost.
         """
-        parts = [Path(path).read_bytes() for path in sorted(outputs)]
+        parts = {outputs_t: _read_parts(outputs), probes_t: _read_parts(probes)}
         text = json.dumps(row, ensure_ascii=False, default=_jsonable)
         with self._write() as conn:
             now = time.time()
             if not self._owned_update(conn, job, status=FINISHED, updated_at=now, status_at=now, progress="done"):
                 return False
-            for table in (results_t, outputs_t, publications_t):
+            for table in (results_t, outputs_t, probes_t, publications_t):
                 conn.execute(sa.delete(table).where(table.c.job_id == job.id))
             conn.execute(sa.insert(results_t).values(job_id=job.id, row=text, recorded_at=now))
-            if parts:
-                conn.execute(
-                    sa.insert(outputs_t), [{"job_id": job.id, "part": i, "data": data} for i, data in enumerate(parts)]
-                )
+            for table, data in parts.items():
+                if data:
+                    conn.execute(
+                        sa.insert(table), [{"job_id": job.id, "part": i, "data": d} for i, d in enumerate(data)]
+                    )
             conn.execute(sa.insert(publications_t).values(job_id=job.id, created_at=now, next_try_at=now, attempts=0))
         return True
 
@@ -663,31 +687,38 @@ class Store:
         Files are ``<cache_dir>/<job id>/part-NNNNN.parquet``; a job's folder is written once, atomically
         (a temporary folder renamed into place), and reused while it is complete.
         """
+        return self._part_files(outputs_t, self.cache_dir)
+
+    def probes_files(self) -> list[Path]:
+        """Local paths of every recorded probes part (the ``probes`` config), like :meth:`outputs_files`:
+        ``<cache_dir>/probes/<job id>/part-NNNNN.parquet``."""
+        return self._part_files(probes_t, self.cache_dir / PROBES_CACHE)
+
+    def _part_files(self, table: sa.Table, folder: Path) -> list[Path]:
+        """The parts of ``table`` as files under ``folder``, one subfolder per job."""
         with self._read() as conn:
-            listed = conn.execute(
-                sa.select(outputs_t.c.job_id, outputs_t.c.part).order_by(outputs_t.c.job_id, outputs_t.c.part)
-            ).all()
+            listed = conn.execute(sa.select(table.c.job_id, table.c.part).order_by(table.c.job_id, table.c.part)).all()
         by_job: dict[str, list[int]] = {}
         for job_id, part in listed:
             by_job.setdefault(job_id, []).append(part)
         files: list[Path] = []
         for job_id, parts in by_job.items():
-            paths = [self.cache_dir / job_id / f"part-{part:05d}.parquet" for part in parts]
+            paths = [folder / job_id / f"part-{part:05d}.parquet" for part in parts]
             if not all(p.is_file() for p in paths):
-                self._materialise(job_id)
+                self._materialise(table, folder, job_id)
             files.extend(paths)
         return files
 
-    def _materialise(self, job_id: str) -> None:
+    def _materialise(self, table: sa.Table, folder: Path, job_id: str) -> None:
         with self._read() as conn:
-            rows = conn.execute(sa.select(outputs_t.c.part, outputs_t.c.data).where(outputs_t.c.job_id == job_id)).all()
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        staging = self.cache_dir / f".{job_id}.{uuid.uuid4().hex[:8]}"
+            rows = conn.execute(sa.select(table.c.part, table.c.data).where(table.c.job_id == job_id)).all()
+        folder.mkdir(parents=True, exist_ok=True)
+        staging = folder / f".{job_id}.{uuid.uuid4().hex[:8]}"
         staging.mkdir()
         try:
             for part, data in rows:
                 (staging / f"part-{part:05d}.parquet").write_bytes(data)
-            final = self.cache_dir / job_id
+            final = folder / job_id
             for _ in range(3):
                 try:
                     os.replace(staging, final)
@@ -761,18 +792,28 @@ class Store:
         with self._read() as conn:
             found = conn.execute(query).mappings().all()
             ids = [r["id"] for r in found]
-            parts: dict[str, list[bytes]] = {job_id: [] for job_id in ids}
-            for chunk in _chunks(ids):
-                for job_id, data in conn.execute(
-                    sa.select(outputs_t.c.job_id, outputs_t.c.data)
-                    .where(outputs_t.c.job_id.in_(chunk))
-                    .order_by(outputs_t.c.job_id, outputs_t.c.part)
-                ):
-                    parts[job_id].append(bytes(data))
+            outputs, probes = (self._parts_of(conn, table, ids) for table in (outputs_t, probes_t))
         return [
-            Publication(self._job(r), json.loads(r["_row"]), parts[r["id"]], r["_pub_attempts"], r["_pub_error"] or "")
+            Publication(
+                self._job(r),
+                json.loads(r["_row"]),
+                outputs[r["id"]],
+                probes[r["id"]],
+                attempts=r["_pub_attempts"],
+                last_error=r["_pub_error"] or "",
+            )
             for r in found
         ]
+
+    @staticmethod
+    def _parts_of(conn: Connection, table: sa.Table, ids: list[str]) -> dict[str, list[bytes]]:
+        """Each job's parts in ``table``, in part order (an empty list for a job with none)."""
+        parts: dict[str, list[bytes]] = {job_id: [] for job_id in ids}
+        for chunk in _chunks(ids):
+            query = sa.select(table.c.job_id, table.c.data).where(table.c.job_id.in_(chunk))
+            for job_id, data in conn.execute(query.order_by(table.c.job_id, table.c.part)):
+                parts[job_id].append(bytes(data))
+        return parts
 
     def mark_published(self, job_ids: list[str], commit: str) -> None:
         """These jobs are on the Hub at ``commit``."""
@@ -1043,6 +1084,10 @@ def open_store(spec: str | os.PathLike, *, cache_dir: str | Path | None = None) 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def _read_parts(paths: Collection[Path]) -> list[bytes]:
+    return [Path(path).read_bytes() for path in sorted(paths)]
 
 
 def _jsonable(value: Any) -> Any:

@@ -5,8 +5,11 @@ runs while a browser is connected). Several may run at once against one store. E
 child process in its own session, under a time limit, killed if this worker dies (PR_SET_PDEATHSIG);
 a job whose worker died is re-queued by any other worker once its heartbeat is stale, and its next
 attempt resumes the run folder the last one left (``tcmqa eval --resume``), so a crash costs at most a
-chunk. The store's outputs are the record: run folders (and the model snapshots inside them) are pruned
-to the newest ``keep_runs``. Store errors are logged and retried, never fatal.
+chunk. The harness also runs the probes (``--probes``: rotations and the option-order test, in the same
+engine load, resumed like the evaluation) unless ``--skip-probes``; the store records their parts beside
+the outputs, and the publisher commits both with the results row. The store's parts are the record:
+run folders (and the model snapshots inside them) are pruned to the newest ``keep_runs``. Store errors
+are logged and retried, never fatal.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ class WorkerConfig:
         metadata={
             "env": "TCMQA_WORKER_COMMAND",
             "help": "harness command template; placeholders {python} {model} {data} {out}; "
-            "--revision, --name, --family, --engine, --dtype, --limit, --engine-arg are appended",
+            "--revision, --name, --family, --engine, --dtype, --limit, --probes, --engine-arg are appended",
         },
     )
     engine: str | None = dataclasses.field(
@@ -93,7 +96,13 @@ class WorkerConfig:
             "as JSON where it parses), e.g. tensor_parallel_size=2",
         },
     )
-    timeout_s: float = dataclasses.field(default=4 * 3600, metadata={"help": "seconds a harness run may take"})
+    skip_probes: bool = dataclasses.field(
+        default=False,
+        metadata={"help": "evaluate only: no --probes (rotations, option-order test) after the evaluation"},
+    )
+    timeout_s: float = dataclasses.field(
+        default=4 * 3600, metadata={"help": "seconds a harness run (the probes included) may take"}
+    )
     heartbeat_s: float = dataclasses.field(default=10.0, metadata={"help": "seconds between heartbeats"})
     stale_after_s: float = dataclasses.field(
         default=120.0, metadata={"help": "re-queue RUNNING jobs silent this many seconds"}
@@ -136,6 +145,8 @@ def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
         argv += ["--dtype", cfg.dtype]
     if cfg.limit:
         argv += ["--limit", str(cfg.limit)]
+    if not cfg.skip_probes:
+        argv.append("--probes")
     for key, value in cfg.engine_args.items():
         argv += ["--engine-arg", flags.format_key_value(key, value)]
     return argv
@@ -196,7 +207,8 @@ def _tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
 
 
 def _progress(log: Path) -> str:
-    """The harness's last progress line (tqdm rewrites with \\r): what the Queue tab shows."""
+    """The harness's last progress line (tqdm rewrites with \\r): what the Queue tab shows. The probes'
+    bars ("rotations", "order test") follow the evaluation's, so a probing job shows which pass it is in."""
     lines = [line.strip() for line in _tail(log, 2000).replace("\r", "\n").splitlines() if line.strip()]
     return lines[-1][:160] if lines else "starting"
 
@@ -266,8 +278,15 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     except (OSError, ValueError, IndexError, TypeError, pa.ArrowException) as err:
         store.fail(job, f"the harness wrote no valid results.json ({err})", _tail(log))
         return "FAILED"
-    outputs = part_files(run_dir)
-    return "FINISHED" if store.finish(job, row, outputs) else "ABANDONED"
+    finished = store.finish(job, row, part_files(run_dir), probe_parts(run_dir))
+    return "FINISHED" if finished else "ABANDONED"
+
+
+def probe_parts(run_dir: Path) -> list[Path]:
+    """The probes parts the harness wrote (``--probes``); none when it did not probe."""
+    from tcmqa.probes.run import PROBES_DIR  # imported once a job has run: it pulls in scipy and the engines
+
+    return sorted((run_dir / PROBES_DIR).glob("*.parquet"))
 
 
 def prune_runs(store: Store, runs: Path, keep: int) -> list[Path]:
