@@ -22,6 +22,7 @@ from tcmqa.hub import Publisher
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard import queue
+from tcmqa.leaderboard.about import probes_markdown
 from tcmqa.leaderboard.explorer import Explorer
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
@@ -57,6 +58,7 @@ the paper's own numbers):
   here when a model gives empty answers. The paper's behaviour: drop rows with an empty `prediction`
   before averaging `precision`, or score with the metric's `empty_precision=None`.
 
+{probes}
 ## Links
 - Dataset: [{homepage}]({homepage}) (configs `corpus`, `responses`, `subset`, `outputs`, `results`)
 - Metric: `evaluate.load("tcmqa_metric")` — exact match over answer sets, P/R/F1
@@ -151,9 +153,10 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             with gr.Row():
                 origins = gr.CheckboxGroup(board_lib.ORIGINS, value=board_lib.ORIGINS, label="Rows")
                 columns = gr.CheckboxGroup(
-                    list(board_lib.COLUMNS)[1:],
+                    board_lib.CHOICES,
                     value=board_lib.DEFAULT_COLUMNS[1:],
-                    label="Columns (answer types: Full, Single, Multi, Subset)",
+                    label="Columns (answer types: Full, Single, Multi, Subset; probes and uncertainty: see About)",
+                    elem_id="board-columns",
                 )
             with gr.Row():
                 sort_by = gr.Dropdown(list(board_lib.COLUMNS), value="Full", label="Sort by")
@@ -235,7 +238,11 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
         with gr.Tab("About"):
             gr.Markdown(
                 ABOUT.format(
-                    protocol=policy.protocol, human=board_lib.HUMAN_SUBSET, homepage=HOMEPAGE, citation=CITATION
+                    protocol=policy.protocol,
+                    human=board_lib.HUMAN_SUBSET,
+                    probes=probes_markdown(),
+                    homepage=HOMEPAGE,
+                    citation=CITATION,
                 )
             )
     return demo

@@ -5,22 +5,28 @@ beside; families are spelled as the paper spells them."""
 from __future__ import annotations
 
 import pandas as pd
+from scipy.stats import binomtest
 
+from tcmqa.leaderboard import about, uncertainty
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard.board import (
     COMPARABLE,
     COMPARISON,
+    FULL_CI,
     HUMAN_NAME,
     OTHER_DATA,
     OTHER_PROTOCOL,
     PAPER,
     PARTIAL,
+    SEPARATION,
+    SUBSET_CI,
     UNKNOWN_DATA,
     Board,
 )
+from tcmqa.probes import calibration as calibration_lib
 from tcmqa.prompts import PROTOCOL
-from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
-from tcmqa.schema import RESULTS
+from tcmqa.results import PAPER_HUMAN_REFERENCE, PROBE_COLUMNS, canonical_family
+from tcmqa.schema import RESULT_COLUMNS, RESULTS
 from tcmqa.store import SQLiteStore
 
 HERE, ELSEWHERE = "a" * 16, "b" * 16  # the board's data fingerprint, and another
@@ -192,3 +198,109 @@ def test_plot_frames_carry_the_comparison_label():
     scatter, bars = board_lib.plot_frames(board_lib.merge(ROWS, HERE))
     assert set(scatter.loc[scatter["model"] == "org/other-data", "comparison"]) == {OTHER_DATA}
     assert set(bars.loc[bars["model"] == "org/full", "comparison"]) == {COMPARABLE, PARTIAL}
+
+
+# -- uncertainty: intervals, the separation mark, the probe columns ------------------------------------------------
+N_ITEMS = 400
+IDS = [f"q{i:03d}" for i in range(N_ITEMS)]
+
+
+def planted(right: set[int]) -> pd.Series:
+    """Per-item correctness, right on the item numbers in ``right``."""
+    return pd.Series([i in right for i in range(N_ITEMS)], index=IDS)
+
+
+# A 280 right; B 240: 80 items only A gets right, 40 only B (separated from A); C 239: B with 2 items lost and
+# 1 gained (3 discordant items: not separated from B).
+A = set(range(280))
+B = set(range(200)) | set(range(300, 340))
+C = (B - {199, 339}) | {350}
+PLANTED = {"org/a": A, "org/b": B, "org/c": C, "org/partial": set(range(390))}
+
+
+def planted_board() -> pd.DataFrame:
+    rows = [
+        row(model, 100 * len(right) / N_ITEMS, full_ci_low=55.04, full_ci_high=58.96)
+        for model, right in PLANTED.items()
+        if model != "org/partial"
+    ]
+    rows += [
+        row("org/partial", 97.5, coverage=5.0),  # scored higher on a --limit run: not the row above org/a
+        row("org/imported", 50.0),  # imported from the Hub: no outputs here
+    ]
+    correctness = {uncertainty.key(m, "1" * 40): planted(right) for m, right in PLANTED.items()}
+    return board_lib.merge(rows, HERE, correctness=correctness)
+
+
+def marks(frame: pd.DataFrame) -> dict[str, str]:
+    return dict(zip(frame["Model"], frame[SEPARATION]))
+
+
+def test_intervals_are_shown_as_text_on_evaluated_rows_only():
+    frame = planted_board()
+    evaluated = frame[frame["Model"] == "org/a"].iloc[0]
+    assert evaluated[FULL_CI] == "55.0–59.0"
+    assert evaluated[SUBSET_CI] == ""  # no interval recorded
+    assert set(frame.loc[frame["Origin"] != "evaluated", FULL_CI]) == {""}  # the paper's rows, the references
+    assert FULL_CI in board_lib.DEFAULT_COLUMNS and SUBSET_CI in board_lib.CHOICES
+    shown = board_lib.select(frame, columns=["Full", FULL_CI, SUBSET_CI])
+    assert shown.columns.tolist() == ["Model", COMPARISON, "Full", FULL_CI, SUBSET_CI]
+
+
+def test_a_row_not_separated_from_the_row_above_is_marked_by_a_paired_test():
+    got = marks(planted_board())
+    a_vs_b = binomtest(40, 120, 0.5).pvalue  # McNemar by hand: 80 items only A right, 40 only B
+    b_vs_c = binomtest(1, 3, 0.5).pvalue  # 2 items only B right, 1 only C
+    assert a_vs_b < 0.05 <= b_vs_c
+    assert got["org/b"] == f"p={a_vs_b:.2g}"  # separated: no ≈
+    assert got["org/c"] == f"≈ (p={b_vs_c:.2g})"
+    assert got["org/a"] == ""  # the best comparable row: nothing above it (the partial run is not comparable)
+    assert got["org/partial"] == got["org/imported"] == ""  # not comparable; no outputs
+    assert set(planted_board().loc[lambda f: f["Origin"] != "evaluated", SEPARATION]) == {""}
+    same = uncertainty.mark(planted(B), planted(B))
+    assert same == "≈ (p=1)"  # identical per-item correctness
+
+
+def test_the_mark_compares_only_the_items_both_models_answered():
+    below = planted(B).iloc[:300]  # items q000..q299: 40 of B's right items (300..339) are not in common
+    assert uncertainty.mark(below, planted(A)) == f"p={binomtest(0, 80, 0.5).pvalue:.2g}"
+    assert uncertainty.mark(below, planted(A).iloc[300:]) == ""  # nothing in common: not tested
+
+
+def test_probe_columns_are_offered_hidden_and_p_values_keep_their_significant_digits():
+    probes = ["Circular", "Circ. drop", "Letter RStd", "PriDe", "Order 1st", "Order p", "ECE", "Acc@10%"]
+    assert set(probes) <= set(board_lib.CHOICES) and not set(probes) & set(board_lib.DEFAULT_COLUMNS)
+    rows = [row("org/m", 60.0, circular=41.2345, order_p=1.234567e-9), row("org/n", 50.0, order_p=0.5)]
+    shown = board_lib.select(board_lib.merge(rows, HERE), columns=["Circular", "Order p"], search="org/")
+    assert shown.columns.tolist() == ["Model", COMPARISON, "Circular", "Order p"]
+    assert shown["Circular"].iloc[0] == 41.23 and pd.isna(shown["Circular"].iloc[1])  # null until a probe ran
+    assert shown["Order p"].tolist() == [1.235e-9, 0.5]  # not 0.0
+    assert [uncertainty.p_text(p) for p in (0.41, 0.0031, 1.234e-9, 1.0)] == ["0.41", "0.0031", "1.2e-09", "1"]
+
+
+def test_the_about_section_explains_every_probe_and_uncertainty_column_on_the_board():
+    text = about.probes_markdown()
+    calibration = calibration_lib.summarise(pd.DataFrame({"answer_type": []}))  # the calibration columns
+    described = {c.label for c in RESULT_COLUMNS if c.board and c.name in {*PROBE_COLUMNS, *calibration}}
+    for label in [*described, FULL_CI, SUBSET_CI, SEPARATION]:
+        assert f"**{label}**" in text, label
+    assert "not knowledge" in text and "does not prove the items were not seen" in text
+
+
+def test_board_marks_rows_from_the_outputs_recorded_in_the_store(tmp_path):
+    """The store's outputs parts (only model, revision, protocol, item_id, correct are read); a part
+    without per-item correctness (a stand-in harness's) gives no mark."""
+    store = SQLiteStore(tmp_path / "store")
+    for i, (model, right) in enumerate([("org/a", A), ("org/b", B), ("org/c", C), ("org/stand-in", C)]):
+        part = tmp_path / f"{i}.parquet"
+        outputs = pd.DataFrame({"model": model, "item_id": IDS, "generated_text": "A"})
+        if model != "org/stand-in":
+            outputs = outputs.assign(correct=planted(right).to_numpy(), revision="1" * 40, protocol=PROTOCOL)
+        outputs.to_parquet(part)
+        job = store.submit(model, f"{i:040x}", PROTOCOL, "test")
+        claimed = store.claim("w")
+        assert claimed is not None and claimed.id == job.id
+        assert store.finish(claimed, row(model, 100 * len(right) / N_ITEMS - 0.01 * (model == "org/stand-in")), [part])
+    got = marks(Board(store).frame())
+    assert got["org/b"].startswith("p=") and got["org/c"].startswith("≈")
+    assert got["org/stand-in"] == ""

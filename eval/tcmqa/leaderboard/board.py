@@ -25,20 +25,27 @@ data``). Sorting orders rows within each group and keeps the groups in that orde
 The practitioners' reference row sits with the rows it was computed beside: the paper's 64.94 with
 the paper's rows, and, when comparable rows carry ``human_reference`` (the majority vote on the same
 subset items), a second reference row with that value among the comparable rows.
+
+Besides the results fields the board derives three columns (:data:`DERIVED`): the 95% intervals of
+Full and Subset as text, and the separation mark of each comparable evaluated row against the row
+above it (:mod:`tcmqa.leaderboard.uncertainty` says what the mark tests and what it cannot say).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections import Counter
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tcmqa.leaderboard import uncertainty
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
 from tcmqa.schema import RESULT_COLUMNS
@@ -50,9 +57,49 @@ HUMAN_NAME = "Licensed practitioners (majority vote)"
 # The board's columns, in order, as the schema declares them (tcmqa.schema.RESULT_COLUMNS).
 BOARD_COLUMNS = [c for c in RESULT_COLUMNS if c.board]
 COLUMNS: dict[str, str] = {c.label: c.name for c in BOARD_COLUMNS}  # board label -> results field
-DEFAULT_COLUMNS = [c.label for c in BOARD_COLUMNS if c.shown]
-NUMERIC_COLUMNS = [c.label for c in BOARD_COLUMNS if c.dtype != "string"]
+P_VALUES = [c.label for c in BOARD_COLUMNS if c.name == "order_p"]  # 4 significant digits: 1e-9 is not 0.0
+NUMERIC_COLUMNS = [c.label for c in BOARD_COLUMNS if c.dtype != "string" and c.label not in P_VALUES]
 ORIGINS = ["reported", "evaluated", "reference"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DerivedColumn:
+    """A board column computed from a results row (not a results field), placed after ``after``."""
+
+    label: str
+    after: str  # the board column it follows
+    shown: bool  # on the board by default
+    doc: str
+
+
+FULL_CI = "Full 95% CI"
+SUBSET_CI = "Subset 95% CI"
+SEPARATION = "≈ above"
+DERIVED = (
+    DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)"),
+    DerivedColumn(
+        SEPARATION,
+        FULL_CI,
+        True,
+        "'≈ (p=…)' when a paired exact McNemar test on the common items does not separate the row from the next "
+        "better comparable evaluated row by Full (p >= 0.05); 'p=…' when it does; empty when not tested",
+    ),
+    DerivedColumn(SUBSET_CI, "Subset", False, "95% bootstrap interval of Subset, percent (items resampled)"),
+)
+
+
+def _labels() -> list[str]:
+    """Every column the board offers, in board order: the schema's, each derived one after its ``after``."""
+    labels = list(COLUMNS)
+    for column in DERIVED:
+        labels.insert(labels.index(column.after) + 1, column.label)
+    return labels
+
+
+LABELS = _labels()
+CHOICES = LABELS[1:]  # the column chooser (Model is always shown)
+_SHOWN = {c.label for c in BOARD_COLUMNS if c.shown} | {c.label for c in DERIVED if c.shown}
+DEFAULT_COLUMNS = [label for label in LABELS if label in _SHOWN]
 
 # The Comparison column: always shown, right after Model; the groups in board order.
 COMPARISON = "Comparison"
@@ -68,7 +115,8 @@ _RANK = {label: rank for rank, label in enumerate(COMPARISONS)}
 LEGEND = (
     "Leaderboard. Comparison: 'comparable' rows (same data fingerprint and protocol, full coverage) are "
     "ranked together first; partial runs, other protocol, other data, data unknown and the paper's rows "
-    "(reported on the paper's own corpus) follow, each group apart"
+    "(reported on the paper's own corpus) follow, each group apart. ≈ above: a paired test does not separate the "
+    "row from the comparable row above it (see About)"
 )
 
 
@@ -130,12 +178,22 @@ def order(frame: pd.DataFrame, sort_by: str = "Full", descending: bool = True) -
     return frame.iloc[np.argsort(ranks, kind="stable")]
 
 
+def significant(values: pd.Series, digits: int = 4) -> pd.Series:
+    """Round to ``digits`` significant digits (p-values: 2.345e-09 stays 2.345e-09, not 0.0)."""
+    return values.map(lambda v: v if pd.isna(v) else float(f"{v:.{digits}g}"))
+
+
 def merge(
-    evaluated: Sequence[dict[str, Any]], data_fingerprint: str | None = None, protocol: str = PROTOCOL
+    evaluated: Sequence[dict[str, Any]],
+    data_fingerprint: str | None = None,
+    protocol: str = PROTOCOL,
+    correctness: uncertainty.Correctness | None = None,
 ) -> pd.DataFrame:
     """Reported + reference + evaluated rows, in board columns with a Comparison label, board order.
 
     ``data_fingerprint``: the board's reference data (default: :func:`reference_fingerprint`).
+    ``correctness``: per-item correctness by (model, revision) (:func:`uncertainty.read_part`), for the
+    separation marks; None or a missing key: no mark.
     """
     rows = [r for r in evaluated if r.get("origin") != "reported"]  # the paper's rows come from the CSV
     reference = data_fingerprint or reference_fingerprint(rows, protocol)
@@ -144,9 +202,14 @@ def merge(
             **r,
             "family": canonical_family(r["family"]) if r.get("family") else None,
             "comparison": comparison(r, reference, protocol),
+            FULL_CI: uncertainty.interval_text(r.get("full_ci_low"), r.get("full_ci_high")),
+            SUBSET_CI: uncertainty.interval_text(r.get("subset_ci_low"), r.get("subset_ci_high")),
         }
         for r in rows
     ]
+    ranked = [r for r in rows if r["comparison"] == COMPARABLE]
+    for r, mark in zip(ranked, uncertainty.separation_marks(ranked, correctness or {}), strict=True):
+        r[SEPARATION] = mark
     references = [human_row(protocol="paper", comparison=PAPER)]
     humans = [r["human_reference"] for r in rows if r["comparison"] == COMPARABLE and r.get("human_reference")]
     if humans:  # the majority vote on the comparable rows' own subset items
@@ -156,12 +219,16 @@ def merge(
         )
     frame = pd.concat([reported_rows().assign(comparison=PAPER), pd.DataFrame([*references, *rows])], ignore_index=True)
     labels = {v: k for k, v in COLUMNS.items()} | {"comparison": COMPARISON}
-    frame = frame.reindex(columns=["model", "comparison", *list(COLUMNS.values())[1:]]).rename(columns=labels)
+    frame = frame.rename(columns=labels).reindex(columns=["Model", COMPARISON, *CHOICES])
     frame["Origin"] = frame["Origin"].fillna("evaluated")
     frame["Family"] = frame["Family"].fillna("unknown")
     frame["Revision"] = frame["Revision"].astype(object).fillna("").astype(str).str[:12]
+    for name in [c.label for c in DERIVED]:  # reported and reference rows have none
+        frame[name] = frame[name].astype(object).fillna("")
     for name in NUMERIC_COLUMNS:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").round(2)
+    for name in P_VALUES:
+        frame[name] = significant(pd.to_numeric(frame[name], errors="coerce"))
     frame = order(frame).reset_index(drop=True)
     frame.attrs["reference"] = {"data_fingerprint": reference, "protocol": protocol}
     return frame
@@ -196,7 +263,7 @@ def select(
     if size_max is not None:
         keep &= (sized <= size_max) | sized.isna()
     shown = order(frame[keep], sort_by, descending)
-    wanted = ["Model", COMPARISON, *[c for c in COLUMNS if c in columns and c != "Model"]]
+    wanted = ["Model", COMPARISON, *[c for c in CHOICES if c in columns]]
     return shown[wanted].reset_index(drop=True)
 
 
@@ -243,6 +310,7 @@ class Board:
         self._lock = threading.Lock()
         self._version: str | None = None
         self._frame = merge([], data_fingerprint, protocol)
+        self._parts: dict[Path, tuple[int, dict[uncertainty.Key, pd.Series]]] = {}  # path -> (mtime, correctness)
 
     def _rows(self) -> list[dict[str, Any]]:
         """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference
@@ -255,13 +323,31 @@ class Board:
                 logging.getLogger("tcmqa.board").exception("recomputing the practitioners' reference failed")
         return rows
 
+    def _correctness(self) -> dict[uncertainty.Key, pd.Series]:
+        """Per-item correctness of every recorded run under the board's protocol, for the separation marks.
+
+        Each outputs part is read once (a job's parts are written once); a failure costs the marks only.
+        """
+        try:
+            cached, self._parts = self._parts, {}
+            for path in self.store.outputs_files():
+                mtime = path.stat().st_mtime_ns
+                entry = cached.get(path)
+                self._parts[path] = (
+                    entry if entry and entry[0] == mtime else (mtime, uncertainty.read_part(path, self.protocol))
+                )
+            return uncertainty.combine(correctness for _, correctness in self._parts.values())
+        except Exception:
+            logging.getLogger("tcmqa.board").exception("reading the recorded outputs failed: no separation marks")
+            return {}
+
     def frame(self) -> pd.DataFrame:
         version = self.store.version()
         if self.practice is not None:
             version += "|" + self.store.practice_version()
         with self._lock:
             if version != self._version:
-                self._frame = merge(self._rows(), self.data_fingerprint, self.protocol)
+                self._frame = merge(self._rows(), self.data_fingerprint, self.protocol, self._correctness())
                 self._version = version
             return self._frame
 

@@ -1,0 +1,113 @@
+"""How sure the board is of its ranking: interval text, and whether a row is separated from the row above.
+
+**Intervals.** A results row carries 95% percentile bootstrap intervals of Full and Subset
+(``tcmqa.results.interval``): the items are resampled, so an interval says how far the accuracy
+would move on another draw of items like these. Decoding is greedy, so the model's own sampling is
+not in it; nor is another prompt, another protocol or another corpus.
+
+**Separation mark.** Two overlapping intervals do not say two models are tied: both models answered
+the same items, and the items' difficulty is shared. The mark is a paired test on those items: the
+exact McNemar test (:func:`tcmqa.stats.mcnemar`) on the two models' per-item correctness over their
+common items. Its null: the two models have the same accuracy on these items, so each item that one
+gets right and the other wrong (a discordant item) is equally likely to favour either. A row is
+marked "≈" when p >= 0.05 against the row above it: the next better comparable evaluated row by Full.
+
+What the mark cannot say: "≈" is not evidence that the models are equal (a few hundred discordant
+items may not detect a difference of a point); no "≈" does not say the difference matters, nor that
+it holds on other items, prompts or data. Only adjacent rows are tested, at 5% each, with no
+correction for the many pairs on a board: two rows far apart are not compared, and on a long board
+some adjacent pairs are separated by chance. Rows without recorded outputs (imported, reported, the
+practitioners) are not tested.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from tcmqa.stats import mcnemar
+
+log = logging.getLogger("tcmqa.board")
+
+ALPHA = 0.05  # a row is "≈" (not separated from the row above) when the paired test's p >= ALPHA
+SIMILAR = "≈"
+Key = tuple[str, str]  # (model, revision): two revisions of one model are two rows with their own outputs
+Correctness = Mapping[Key, pd.Series]  # per-item correctness (bool), indexed by item_id
+
+
+def key(model: Any, revision: Any) -> Key:
+    """The correctness key of a results row or an outputs row; no revision recorded is ''."""
+    return str(model), "" if revision is None or pd.isna(revision) else str(revision)
+
+
+def interval_text(low: Any, high: Any) -> str:
+    """'61.2–63.0' (percent, one decimal), or '' when the row has no interval."""
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return ""
+    return f"{float(low):.1f}–{float(high):.1f}"
+
+
+def p_text(p: float) -> str:
+    """A p-value in two significant digits: 0.41, 0.003, 1.2e-09 (never rounded to 0)."""
+    return f"{p:.2g}"
+
+
+def read_part(path: Path, protocol: str) -> dict[Key, pd.Series]:
+    """One outputs part's per-item correctness by (model, revision), rows of ``protocol`` only.
+
+    Reads only the columns it needs; a part without correctness (a stand-in harness's) gives {}.
+    """
+    names = set(pq.read_schema(path).names)
+    if not {"model", "item_id", "correct"} <= names:
+        log.debug("%s has no per-item correctness: no separation mark from it", path)
+        return {}
+    columns = [c for c in ("model", "revision", "protocol", "item_id", "correct") if c in names]
+    frame = pq.read_table(path, columns=columns).to_pandas()
+    if "protocol" in frame:
+        frame = frame[frame["protocol"] == protocol]
+    revisions = frame["revision"] if "revision" in frame else [None] * len(frame)
+    keys = pd.Series([key(m, r) for m, r in zip(frame["model"], revisions)], index=frame.index)
+    return {k: group.set_index("item_id")["correct"].astype(bool) for k, group in frame.groupby(keys, sort=False)}
+
+
+def combine(parts: Iterable[Mapping[Key, pd.Series]]) -> dict[Key, pd.Series]:
+    """Parts of the same (model, revision) joined; an item scored twice keeps its last record."""
+    joined: dict[Key, list[pd.Series]] = {}
+    for part in parts:
+        for k, series in part.items():
+            joined.setdefault(k, []).append(series)
+    out = {}
+    for k, pieces in joined.items():
+        series = pd.concat(pieces)
+        out[k] = series[~series.index.duplicated(keep="last")]
+    return out
+
+
+def mark(below: pd.Series, above: pd.Series) -> str:
+    """'≈ (p=0.41)' when the paired test does not separate the two rows, else 'p=0.003'; '' with no common item."""
+    common = below.index.intersection(above.index)
+    if common.empty:
+        return ""
+    p = mcnemar(below[common].to_numpy(), above[common].to_numpy()).p_value
+    return f"{SIMILAR} (p={p_text(p)})" if p >= ALPHA else f"p={p_text(p)}"
+
+
+def separation_marks(rows: Sequence[Mapping[str, Any]], correctness: Correctness) -> list[str]:
+    """Each row's mark against the next better row by Full (``rows``: the comparable evaluated rows).
+
+    A row without Full, or without outputs on either side of a pair, gets ''.
+    """
+    ranked = sorted((i for i, r in enumerate(rows) if pd.notna(r.get("full"))), key=lambda i: -float(rows[i]["full"]))
+    marks = [""] * len(rows)
+    for above, below in pairwise(ranked):
+        upper = correctness.get(key(rows[above]["model"], rows[above].get("revision")))
+        lower = correctness.get(key(rows[below]["model"], rows[below].get("revision")))
+        if upper is not None and lower is not None:
+            marks[below] = mark(lower, upper)
+    return marks
