@@ -177,19 +177,21 @@ def test_card_declares_configs_features_and_license(demo_tree):
 
     data = DatasetCard.load(demo_tree / "README.md").data.to_dict()
     assert data["license"] == "cc-by-nc-sa-4.0" and data["language"] == ["zh"]
-    # outputs and results are declared before they hold a row: the Space's publisher appends them
-    assert [c["config_name"] for c in data["configs"]] == ["corpus", "responses", "subset", "outputs", "results"]
+    # outputs, results and probes are declared before they hold a row: the Space's publisher appends them
+    names = [c["config_name"] for c in data["configs"]]
+    assert names == ["corpus", "responses", "subset", "outputs", "results", "probes"]
     globs = {c["config_name"]: c["data_files"] for c in data["configs"]}
-    assert globs["results"] == [{"split": "test", "path": "results/*.parquet"}]
-    assert globs["outputs"] == [{"split": "test", "path": "outputs/*.parquet"}]
+    for name in ("outputs", "results", "probes"):
+        assert globs[name] == [{"split": "test", "path": f"{name}/*.parquet"}]
     infos = {i["config_name"]: i for i in data["dataset_info"]}
     assert infos["subset"]["splits"][0]["num_examples"] == len(load_config(demo_tree, "subset"))
-    for name in ("outputs", "results"):  # features from the schema, no split sizes (they grow)
+    for name in ("outputs", "results", "probes"):  # features from the schema, no split sizes (they grow)
         assert datasets.Features._from_yaml_list(infos[name]["features"]) == FEATURES[name]
         assert "splits" not in infos[name]
     assert not (demo_tree / "results").exists() and validate_tree(demo_tree) == []
     body = (demo_tree / "README.md").read_text(encoding="utf-8")
     assert 'load_dataset("TechTCM/TCMQA", "corpus"' in body and "@misc{tcmqa" in body
+    assert "| `probes` | (model, item, probe):" in body  # the config table names it too
 
 
 def test_real_sample(sample_tree):

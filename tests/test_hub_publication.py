@@ -353,6 +353,26 @@ def test_a_probed_job_is_published_in_one_commit(tmp_path):
     assert fast(make_store(tmp_path / "fresh"), hub).import_published() == 1  # the import reads results/ only
 
 
+def test_published_probes_load_as_the_probes_config(demo_tree, tmp_path):
+    """The card declares ``probes`` before any exists; the publisher's parts then load as that config."""
+    hub = FakeHub()
+    publish(demo_tree, REPO, api=hub)
+    item_ids = [r["id"] for r in datasets.load_dataset(str(demo_tree), "corpus", split="test")][:4]
+    store = make_store(tmp_path)
+    run_job(store, tmp_path, 0, item_ids, parts=1, probe_parts=2)
+    assert fast(store, hub).publish_pending() == 1
+    folder = hub.snapshot_download(REPO, repo_type="dataset")
+    probes = datasets.load_dataset(folder, "probes", split="test")
+    assert probes.features == PROBES
+    key = lambda r: (r["item_id"], r["probe"], r["rotation"] or 0)  # noqa: E731
+    assert sorted(probes.to_list(), key=key) == sorted(typed(probe_rows(0, item_ids), PROBES), key=key)
+    assert validate_tree(folder) == []  # the probes files fit the declared features and refer to corpus items
+
+    published = {n for n in hub.files(REPO) if n.startswith("probes/")}
+    publish(demo_tree, REPO, api=hub)  # a re-publish of the built configs deletes no probes part
+    assert {n for n in hub.files(REPO) if n.startswith("probes/")} == published and len(published) == 2
+
+
 def test_a_failed_publication_is_recorded_and_retried_later(tmp_path):
     hub = FakeHub()
     store = make_store(tmp_path)

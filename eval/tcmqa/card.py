@@ -17,7 +17,8 @@ from tcmqa.schema import DOMAINS, FEATURES, LICENSE, SPLIT
 
 TEMPLATE = Path(__file__).with_name("card_template.md")
 BUILT_CONFIGS = ("corpus", "responses", "subset")  # written by `tcmqa build`, declared when they have rows
-APPENDED_CONFIGS = ("outputs", "results")  # appended by the leaderboard's publisher (tcmqa.hub): always declared
+# appended by the leaderboard's publisher (tcmqa.hub), file by file: always declared
+APPENDED_CONFIGS = ("outputs", "results", "probes")
 CONFIG_ORDER = BUILT_CONFIGS + APPENDED_CONFIGS
 
 
@@ -32,9 +33,9 @@ def size_category(n: int) -> str:
 def card_data(counts: dict[str, int]) -> DatasetCardData:
     """The YAML header: configs (Parquet globs), dataset_info features, license, language, tasks.
 
-    ``outputs`` and ``results`` are declared even before they hold a row: the Space's publisher adds
-    their Parquet files later, commit by commit, so their ``dataset_info`` gives features but no split
-    sizes (a declared size would be stale after the next commit, and ``load_dataset`` checks sizes).
+    ``outputs``, ``results`` and ``probes`` are declared even before they hold a row: the Space's
+    publisher adds their Parquet files later, commit by commit, so their ``dataset_info`` gives features
+    but no split sizes (a declared size would be stale after the next commit, and ``load_dataset`` checks sizes).
     """
     configs = [c for c in BUILT_CONFIGS if counts.get(c)] + list(APPENDED_CONFIGS)
     data = DatasetCardData(

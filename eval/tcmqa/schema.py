@@ -390,4 +390,5 @@ FEATURES: dict[str, datasets.Features] = {
     "subset": SUBSET,
     "outputs": OUTPUTS,
     "results": RESULTS,
+    "probes": PROBES,
 }
