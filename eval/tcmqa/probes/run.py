@@ -244,14 +244,14 @@ def run_order_test(
                 continue
             reasons = [order.convention(item) for item in chunk]
             tested = [item for item, reason in zip(chunk, reasons, strict=True) if not reason]
-            sequences, spans = [], []
+            sequences: list[list[int]] = []
+            spans: dict[str, slice] = {}
             for item in tested:
                 texts = order.texts(item, order.other_orders(item["id"], orders, seed))
-                spans.append((len(sequences), len(sequences) + len(texts)))
+                spans[item["id"]] = slice(len(sequences), len(sequences) + len(texts))
                 sequences.extend(engine.tokenizer(text)["input_ids"] for text in texts)
-            scores = iter(engine.loglikelihood(sequences)[a:b] for a, b in spans) if sequences else iter(())
-            # the scores are taken in the same order as ``tested``; convention items are scored not at all
-            by_item = {item["id"]: next(scores) for item in tested}
+            scores = engine.loglikelihood(sequences)  # one call for the chunk: the engine batches across items
+            by_item = {item_id: scores[span] for item_id, span in spans.items()}
             rows = [order.order_row(item, by_item.get(item["id"]), reason) for item, reason in zip(chunk, reasons)]
             _write(path, rows, facts)
             done += len(chunk)
@@ -290,7 +290,9 @@ def run_probes(config: ProbeConfig, engine: Engine | None = None) -> dict[str, A
         engine = open_run_engine(config, manifest)
     try:
         check_engine(engine, manifest)
-        orders = config.orders or (order.ORDERS_ACCELERATED if engine.accelerated else order.ORDERS_CPU)
+        orders = min(
+            order.ALL_ORDERS, config.orders or (order.ORDERS_ACCELERATED if engine.accelerated else order.ORDERS_CPU)
+        )
         chunk = config.chunk_size or engine.default_chunk_size
         plan = {
             "probe_version": PROBE_VERSION,
