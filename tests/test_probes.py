@@ -1,0 +1,292 @@
+"""Probes: each statistic against planted truths (a bias it must catch, none it must not invent), known
+answers by hand, and ``tcmqa probe`` end to end on the tiny model (rows, resume, refusals, v1 rows
+untouched). The memorisation control (a model trained to memorise) is in test_memorisation.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tcmqa.harness import EvalConfig, run
+from tcmqa.probes import PROBE_VERSION, calibration, order, rotation
+from tcmqa.probes.run import PROBES_DIR, ProbeConfig, read_probes, run_probes
+from tcmqa.results import PROBE_COLUMNS
+from tcmqa_metric import LETTERS
+
+
+# -- rotations --------------------------------------------------------------------------------
+def test_every_rotation_keeps_the_answer_on_its_option_and_shows_each_option_once_per_letter(demo_items):
+    from tcmqa.ingest import clean_item
+
+    item = clean_item(next(i for i in demo_items if len(i["answer"]) > 1))
+    shown = {letter: set() for letter in LETTERS}
+    for k in range(rotation.ROTATIONS):
+        turned = rotation.rotate(item, k)
+        assert {turned["options"][a] for a in turned["answer"]} == {item["options"][a] for a in item["answer"]}
+        assert turned["answer"] == sorted(turned["answer"])
+        for letter in LETTERS:
+            shown[letter].add(turned["options"][letter])
+    assert all(options == set(item["options"].values()) for options in shown.values())
+    with pytest.raises(ValueError, match="rotation must be"):
+        rotation.rotate(item, 5)
+
+
+def simulated_rotations(n_items: int, bias: dict[str, float], skill: float, seed: int = 0) -> pd.DataFrame:
+    """Rotation rows of a simulated model: a letter's log-prob is ``skill`` on the right option, a letter
+    bias, a fixed preference for each option's content and noise that differs between rotations; the
+    generative prediction is the log-prob argmax."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_items):
+        gold = rng.integers(5)  # index of the right option in the published order
+        noise = rng.normal(0, 1, size=5)  # a fixed preference for each option's content
+        for k in range(rotation.ROTATIONS):
+            shown_gold = LETTERS[(gold - k) % 5]
+            logits = {}
+            for j, letter in enumerate(LETTERS):
+                content = (j + k) % 5  # published option shown at this letter
+                logits[letter] = noise[content] + (skill if content == gold else 0.0) + bias.get(letter, 0.0)
+                logits[letter] += rng.normal(0, 0.5)
+            top = max(logits.values())
+            norm = top + math.log(sum(math.exp(v - top) for v in logits.values()))
+            lp = {letter: v - norm for letter, v in logits.items()}
+            predicted = max(LETTERS, key=lp.__getitem__)
+            rows.append(
+                {
+                    "item_id": f"q{i}",
+                    "answer_type": "single",
+                    "rotation": k,
+                    "answer": [shown_gold],
+                    "prediction": [predicted],
+                    "correct": predicted == shown_gold,
+                    "letter_logprobs": lp,
+                    "lp_correct": predicted == shown_gold,
+                }  # fmt: skip
+            )
+    return pd.DataFrame(rows)
+
+
+def test_a_planted_letter_bias_is_measured_and_pride_removes_it():
+    biased = rotation.summarise(simulated_rotations(400, {"A": 2.5}, skill=2.0))
+    fair = rotation.summarise(simulated_rotations(400, {}, skill=2.0))
+    assert biased["n_rotation"] == fair["n_rotation"] == 400
+    # the bias: recall of A far above the others; unbiased recalls are equal up to noise
+    assert biased["recall_std"] > 20, biased
+    assert fair["recall_std"] < 5, fair
+    # removing the prior recovers the unbiased model's accuracy; on a fair model it changes little
+    assert biased["pride"] > biased["rotation_mean"] + 10, biased
+    assert abs(biased["pride"] - fair["rotation_mean"]) < 6, (biased, fair)
+    assert abs(fair["pride"] - fair["rotation_mean"]) < 6, fair
+    # circular: never above the mean over rotations; the biased model loses more
+    assert fair["circular"] <= fair["rotation_mean"] and biased["circular"] < fair["circular"]
+
+
+def test_circular_accuracy_and_its_drop_by_hand():
+    rows = pd.DataFrame(
+        [
+            {
+                "item_id": item,
+                "answer_type": "multi",
+                "rotation": k,
+                "answer": ["A", "B"],
+                "prediction": [],
+                "correct": correct,
+                "letter_logprobs": dict.fromkeys(LETTERS, -1.6),
+                "lp_correct": False,
+            }
+            for item, pattern in (("x", [1, 1, 1, 1, 1]), ("y", [1, 0, 1, 1, 1]), ("z", [0, 0, 0, 0, 0]))
+            for k, correct in enumerate(map(bool, pattern))
+        ]  # fmt: skip
+        + [
+            {
+                "item_id": "w",
+                "answer_type": "multi",
+                "rotation": 0,
+                "answer": ["A"],
+                "prediction": ["A"],
+                "correct": True,
+                "letter_logprobs": dict.fromkeys(LETTERS, -1.6),
+                "lp_correct": True,
+            }
+        ]  # fmt: skip
+    )
+    found = rotation.summarise(rows)
+    # w lacks four rotations: left out. x is right under all five; y under four; z under none.
+    assert found["n_rotation"] == 3
+    assert found["circular"] == pytest.approx(100 / 3)
+    assert found["rotation_mean"] == pytest.approx(100 * 9 / 15)
+    assert found["circular_drop"] == pytest.approx(100 * 2 / 3 - 100 / 3)
+    assert found["recall_std"] is None and found["pride"] is None  # no single-answer item
+
+
+# -- calibration -------------------------------------------------------------------------------
+def test_calibration_finds_a_planted_overconfidence_and_passes_a_calibrated_model():
+    rng = np.random.default_rng(0)
+    confidence = rng.uniform(0.2, 1.0, size=20000)
+    calibrated = rng.uniform(size=confidence.size) < confidence
+    overconfident = rng.uniform(size=confidence.size) < confidence - 0.15
+    assert 100 * calibration.equal_mass_ece(confidence, calibrated) < 1.5
+    assert 100 * calibration.equal_mass_ece(confidence, overconfident) == pytest.approx(15, abs=1.5)
+    # selective accuracy: the most confident 10% of a calibrated model are right about 96% of the time
+    assert calibration.selective_accuracy(confidence, calibrated) == pytest.approx(0.96, abs=0.02)
+    assert calibration.accuracy_coverage_area(confidence, calibrated) > calibrated.mean()
+
+
+def test_calibration_columns_from_output_rows_by_hand():
+    rows = pd.DataFrame(
+        {
+            "answer_type": ["single", "single", "multi"],
+            # renormalised over A-E: first row 0.8 on A (0.4 of 0.5), second 0.4 on B (0.2 of 0.5)
+            "letter_logprobs": [
+                dict(zip(LETTERS, np.log([0.4, 0.025, 0.025, 0.025, 0.025]))),
+                dict(zip(LETTERS, np.log([0.1, 0.2, 0.1, 0.0005, 0.0995]))),
+                dict.fromkeys(LETTERS, -1.0),
+            ],
+            "lp_correct": [True, False, False],
+        }
+    )
+    found = calibration.summarise(rows)
+    # bins of one item each (two items, ten bins): |1 - 0.8| and |0 - 0.4|, half each
+    assert found["ece"] == pytest.approx(100 * (0.2 + 0.4) / 2)
+    assert found["acc_top10"] == 100.0  # the top 10% is the one most confident item: right
+    assert found["acc_coverage_area"] == pytest.approx(100 * (1 + 0.5) / 2)
+
+
+# -- order test --------------------------------------------------------------------------------
+def test_the_convention_filter_on_the_real_sample(sample_dir):
+    from tcmqa.ingest import InvalidRecord, clean_item
+
+    reasons: dict[str, int] = {}
+    for line in (sample_dir / "items.jsonl").read_text(encoding="utf-8").splitlines():
+        try:
+            item = clean_item(json.loads(line))
+        except InvalidRecord:
+            continue
+        reason = order.convention(item)
+        reasons[reason] = reasons.get(reason, 0) + 1
+    print(reasons)
+    assert reasons.get("refers_to_others", 0) >= 30  # 以上都不是 and [A][C] combinations
+    assert reasons.get("ordered_numbers", 0) >= 30  # doses, ranges, 寸
+    assert reasons.get("duplicate_options", 0) >= 1
+    assert reasons[""] > 0.95 * sum(reasons.values())  # the filter leaves the great majority in
+
+
+def test_order_summary_by_hand_and_its_refusal_to_mix_order_counts():
+    rows = pd.DataFrame(
+        {
+            "convention": ["", "", "", "", "ordered_numbers"],
+            "n_orders": [24, 24, 24, 24, None],
+            "order_rank": [1, 1, 5, 24, None],
+            "order_percentile": [100.0, 100.0, 80.0, 0.0, None],
+        }
+    )
+    found = order.summarise(rows)
+    assert found["n_order"] == 4 and found["order_excluded"] == 1
+    assert found["order_first"] == 50.0 and found["order_chance"] == pytest.approx(100 / 24)
+    assert found["order_percentile"] == 70.0
+    assert found["order_p"] == pytest.approx(order.binomial_p(2, 4, 1 / 24))
+    rows.loc[0, "n_orders"] = 120
+    with pytest.raises(ValueError, match="mix numbers of orders"):
+        order.summarise(rows)
+
+
+def test_the_stratified_sample_keeps_answer_type_shares_and_is_stable(demo_items):
+    from tcmqa.ingest import clean_item
+
+    items = [clean_item(i) for i in demo_items] * 4
+    items = [{**item, "id": f"{item['id']}-{k}"} for k, item in enumerate(items)]
+    picked = order.sample_items(items, 40, seed=0)
+    multi_share = sum(i["answer_type"] == "multi" for i in items) / len(items)
+    assert len(picked) == 40 and abs(sum(i["answer_type"] == "multi" for i in picked) / 40 - multi_share) < 0.05
+    ids = {i["id"] for i in picked}
+    assert {i["id"] for i in order.sample_items(list(reversed(items)), 40, seed=0)} == ids  # input order is moot
+    assert order.sample_items(items, 40, seed=1) != picked
+    assert order.sample_items(items, None) == items
+
+
+# -- the engines' log-likelihood ----------------------------------------------------------------
+def test_batched_loglikelihood_equals_one_unpadded_forward_per_sequence(tiny_engine):
+    import torch
+
+    texts = ["五行中，木的特性是\nA. 曲直", "肝", "五脏中主藏血的是\nA. 心\nB. 肝\nC. 脾\nD. 肺\nE. 肾"]
+    sequences = [tiny_engine.tokenizer(t)["input_ids"] for t in texts]
+    batched = tiny_engine.loglikelihood([s for s in sequences if len(s) > 1])
+    for seq, value in zip([s for s in sequences if len(s) > 1], batched, strict=True):
+        with torch.inference_mode():
+            logits = tiny_engine.model(input_ids=torch.tensor([seq])).logits[0].float()
+        expected = torch.log_softmax(logits[:-1], -1).gather(-1, torch.tensor(seq[1:])[:, None]).sum().item()
+        assert value == pytest.approx(expected, abs=1e-4)
+    with pytest.raises(ValueError, match="at least two tokens"):
+        tiny_engine.loglikelihood([[1]])
+
+
+# -- tcmqa probe end to end ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def probed_run(tmp_path_factory, tiny_eval, tiny_engine):
+    out = tmp_path_factory.mktemp("probed") / "run"
+    run(EvalConfig(**tiny_eval, out=out), engine=tiny_engine)
+    digest = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((out / "outputs").glob("*"))}
+    results = run_probes(ProbeConfig(out, rotations="all", order_items="12", orders=5, chunk_size=4), tiny_engine)
+    return out, digest, results
+
+
+def test_probe_rows_columns_and_the_v1_run_untouched(probed_run, tiny_eval):
+    out, digest, results = probed_run
+    outputs = pd.concat(pd.read_parquet(p) for p in sorted((out / "outputs").glob("*.parquet")))
+    assert digest == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((out / "outputs").glob("*"))}
+    rows = read_probes(out)
+    rotated, tested = rows[rows["probe"] == "rotation"], rows[rows["probe"] == "order"]
+    assert len(rotated) == 5 * len(outputs) and set(rotated["rotation"]) == set(range(5))
+    assert len(tested) == 12 and tested["n_orders"].dropna().eq(6).all()
+    assert set(rows["probe_version"]) == {PROBE_VERSION}
+    # rotation 0 is the v1 row itself
+    zero = rotated[rotated["rotation"] == 0].set_index("item_id")
+    v1 = outputs.set_index("item_id")
+    for column in ("generated_text", "prompt_hash", "correct", "lp_prediction"):
+        assert (zero.loc[v1.index, column] == v1[column]).all(), column
+    # rotated prompts differ from the published one; answers moved with the options
+    assert rotated.groupby("item_id")["prompt_hash"].nunique().eq(5).all()
+    assert results["n_rotation"] == len(outputs) and results["n_order"] + results["order_excluded"] == 12
+    assert json.loads((out / "results.json").read_text()) == results
+    assert all(name in results for name in PROBE_COLUMNS) and results["probe_version"] == PROBE_VERSION
+
+
+def test_probe_resumes_and_refuses_another_plan_or_model(probed_run, tiny_engine, tiny_dir, tmp_path):
+    out, _, results = probed_run
+    config = ProbeConfig(out, rotations="all", order_items="12", orders=5, chunk_size=4)
+    (out / PROBES_DIR / "rotation-00001.parquet").unlink()  # as if the run died writing it
+    again = run_probes(config, tiny_engine)
+    done = json.loads((out / "probes.json").read_text())["generated_now"]
+    assert done == {"rotation": 4, "order": 0} and again == results
+    with pytest.raises(SystemExit, match="another plan"):
+        run_probes(ProbeConfig(out, rotations="all", order_items="10", orders=5, chunk_size=4), tiny_engine)
+    other = tmp_path / "other-model"
+    shutil.copytree(tiny_dir, other)
+    (other / "note.txt").write_text("another revision")
+    from tcmqa.engines import load_engine
+
+    engine = load_engine("transformers", str(other), dtype="float32", batch_size=4)
+    with pytest.raises(SystemExit, match="revision"):
+        run_probes(config, engine)
+
+
+def test_tcmqa_probe_command_loads_the_run_model(probed_run, capsys, tmp_path):
+    from tcmqa.cli import main
+
+    out, _, results = probed_run
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)
+    shutil.rmtree(copy / PROBES_DIR)
+    (copy / "probes.json").unlink()
+    assert main(["probe", str(copy), "--rotations", "none", "--order-items", "6", "--orders", "5"]) == 0
+    printed = capsys.readouterr().out
+    assert "Order 1st" in printed and "Circular" in printed
+    again = json.loads((copy / "results.json").read_text())
+    assert again["n_rotation"] == 0 and again["n_order"] + again["order_excluded"] == 6
+    assert again["full"] == results["full"]  # the v1 columns are the run's
