@@ -28,6 +28,7 @@ from tcmqa.engines import load_engine
 from tcmqa.harness import EvalConfig
 from tcmqa.merge import merge
 from tcmqa.outputs import MANIFEST, read_outputs
+from tcmqa.probes.run import ProbeConfig, read_probes, run_probes
 from tcmqa.schema import OUTPUTS, RESULTS
 from tcmqa_metric import score
 
@@ -53,6 +54,15 @@ DTYPE = os.environ.get("TCMQA_TEST_DTYPE", "float32")
 LOGPROB_TOLERANCE = 1e-3  # float32 only
 VLLM_ARGS = {"max_model_len": 512, "enforce_eager": True}  # as `--engine-arg max_model_len=512 ...` gives them
 N_SHARDS = 3
+PROBE_ITEMS = 16  # a run of its own, probed under all five rotations and the order test (6 orders each)
+
+
+def probed(engine_name: str, engine, gemma_dir: Path, tree: Path, out: Path, **changes) -> dict:
+    """A PROBE_ITEMS run probed in the same engine load: its results row and probe rows."""
+    harness.run(eval_config(engine_name, gemma_dir, tree, out, PROBE_ITEMS, **changes), engine=engine)
+    started = time.perf_counter()
+    results = run_probes(ProbeConfig(out, rotations="all", order_items="all", orders=5, chunk_size=8), engine)
+    return {"results": results, "rows": read_probes(out), "seconds": time.perf_counter() - started}
 
 
 def eval_config(engine: str, gemma_dir: Path, tree: Path, out: Path, limit: int = N_ITEMS, **changes) -> EvalConfig:
@@ -129,10 +139,16 @@ def runs(gemma_dir, sample_tree, hf_engine, tmp_path_factory):
         stream.close()
         reports["vllm_unfinished_after_close"] = vllm_engine.llm.llm_engine.has_unfinished_requests()
         reports["vllm_rerun"] = [c.text for c in vllm_engine.generate(rendered)]
+        reports["vllm_probes"] = probed(
+            "vllm", vllm_engine, gemma_dir, sample_tree, tmp_path_factory.mktemp("vllm-probes"), engine_args=VLLM_ARGS
+        )
     finally:
         vllm_engine.close()
     out = tmp_path_factory.mktemp("transformers")
     reports["transformers"] = harness.run(eval_config("transformers", gemma_dir, sample_tree, out), engine=hf_engine)
+    reports["transformers_probes"] = probed(
+        "transformers", hf_engine, gemma_dir, sample_tree, tmp_path_factory.mktemp("hf-probes")
+    )
     return reports
 
 
@@ -272,3 +288,31 @@ def test_vllm_shard_merge_equals_the_unsharded_run(runs, tmp_path):
         if key == "date":
             continue
         assert merged[key] == (pytest.approx(value, abs=1e-3) if isinstance(value, float) else value), key
+
+
+def test_probes_on_both_engines_agree(runs):
+    """The rotation probe renders the same prompts in both engines; the order test's log-likelihoods
+    (vLLM's prompt_logprobs, the transformers forward pass) agree in float32."""
+    vllm, hf = runs["vllm_probes"], runs["transformers_probes"]
+    for found in (vllm, hf):
+        rows, results = found["rows"], found["results"]
+        assert (rows["probe"] == "rotation").sum() == 5 * PROBE_ITEMS
+        assert results["n_rotation"] == PROBE_ITEMS and results["n_order"] + results["order_excluded"] == PROBE_ITEMS
+        assert results["order_chance"] == pytest.approx(100 / 6)
+        assert results["circular"] <= results["rotation_mean"]
+    key = ["probe", "item_id", "rotation"]
+    v, h = (found["rows"].sort_values(key, na_position="first").reset_index(drop=True) for found in (vllm, hf))
+    assert (v[key].fillna(-1) == h[key].fillna(-1)).all().all()
+    rotated = v["probe"] == "rotation"
+    assert (v.loc[rotated, "prompt_hash"] == h.loc[rotated, "prompt_hash"]).all()
+    assert (v.loc[rotated, "lp_prediction"] == h.loc[rotated, "lp_prediction"]).mean() >= 0.9
+    tested = (v["probe"] == "order") & v["order_rank"].notna()
+    assert tested.sum() > 0 and (h.loc[tested, "order_rank"].notna()).all()
+    if DTYPE == "float32":
+        lp_v = np.array([[row[c] for c in "ABCDE"] for row in v.loc[rotated, "letter_logprobs"]])
+        lp_h = np.array([[row[c] for c in "ABCDE"] for row in h.loc[rotated, "letter_logprobs"]])
+        assert np.abs(lp_v - lp_h).max() <= LOGPROB_TOLERANCE
+        gap = np.abs(v.loc[tested, "published_logprob"].to_numpy() - h.loc[tested, "published_logprob"].to_numpy())
+        assert gap.max() <= 1e-2, gap  # a sum over ~100 tokens
+        assert (v.loc[tested, "order_rank"] == h.loc[tested, "order_rank"]).mean() >= 0.9
+    print(f"\nprobes on {PROBE_ITEMS} items: vLLM {vllm['seconds']:.1f} s, transformers {hf['seconds']:.1f} s")

@@ -67,7 +67,7 @@ def simulated_rotations(n_items: int, bias: dict[str, float], skill: float, seed
                     "correct": predicted == shown_gold,
                     "letter_logprobs": lp,
                     "lp_correct": predicted == shown_gold,
-                }  # fmt: skip
+                }
             )
     return pd.DataFrame(rows)
 
@@ -102,7 +102,7 @@ def test_circular_accuracy_and_its_drop_by_hand():
             }
             for item, pattern in (("x", [1, 1, 1, 1, 1]), ("y", [1, 0, 1, 1, 1]), ("z", [0, 0, 0, 0, 0]))
             for k, correct in enumerate(map(bool, pattern))
-        ]  # fmt: skip
+        ]
         + [
             {
                 "item_id": "w",
@@ -114,7 +114,7 @@ def test_circular_accuracy_and_its_drop_by_hand():
                 "letter_logprobs": dict.fromkeys(LETTERS, -1.6),
                 "lp_correct": True,
             }
-        ]  # fmt: skip
+        ]
     )
     found = rotation.summarise(rows)
     # w lacks four rotations: left out. x is right under all five; y under four; z under none.
