@@ -27,6 +27,12 @@ What it does, in this order:
    at these lengths), the fraction of the measured matmul peak, and the projected generation time for
    the full corpus (38,279 items) at that rate.
 
+6. In the same engine load, times the probes (``tcmqa.probes``): the rotation probe (each item's four
+   other cyclic rotations, generated as in step 4) and the option-order test (prefill only: the item's
+   text under all 120 option orders, ``Engine.loglikelihood``; the dry run: 6 orders), and prints a
+   second table: items/s of each probe and its projected time for the full corpus and for the
+   defaults (rotations on the 4,801-item comparison subset, the order test on 1,000 items).
+
 Random weights rarely emit EOS, so nearly every generation runs to the protocol's 16 new tokens: the
 worst case for generation time, which is what a projection should use.
 """
@@ -57,6 +63,8 @@ COLUMNS = (
     "fraction",
     "38,279 items",
 )
+PROBE_COLUMNS = ("engine", "probe", "items", "items/s", "38,279 items", "default")
+PROBE_DEFAULT_ITEMS = {"rotation": 4_801, "order": 1_000}  # the comparison subset; tcmqa.probes.order.ITEMS
 # Qwen2-7B's shapes (its config.json), vocabulary aside (the tokenizer's).
 SHAPES_7B = {
     "hidden_size": 3584,
@@ -129,7 +137,8 @@ def matmul_tflops(device: str, dtype: Any, n: int, repeats: int) -> float:
 
 
 def load_items(path: Path | None, n: int, seed: int) -> tuple[list[dict[str, Any]], str]:
-    """``n`` items as corpus rows (question, options, answer_type): the real sample's, else synthetic."""
+    """``n`` items as corpus rows (id, question, options, answer, answer_type): the real sample's, else
+    synthetic (answer A, or A and C)."""
     from tcmqa_metric import LETTERS
 
     if path is not None and path.is_file():
@@ -140,9 +149,12 @@ def load_items(path: Path | None, n: int, seed: int) -> tuple[list[dict[str, Any
                 options = raw.get("options") or raw.get("choices") or {}
                 if not raw.get("question") or any(not options.get(letter) for letter in LETTERS):
                     continue
-                answer = raw.get("answer") or ""
+                answer = sorted(raw.get("answer") or "A")
                 answer_type = raw.get("answer_type") or ("multi" if len(answer) > 1 else "single")
-                items.append({"question": raw["question"], "options": options, "answer_type": answer_type})
+                items.append(
+                    {"id": str(raw.get("question_id", raw.get("id", len(items)))), "question": raw["question"],
+                     "options": options, "answer": answer, "answer_type": answer_type}
+                )  # fmt: skip
         if items:
             return (items * math.ceil(n / len(items)))[:n], f"real sample items ({path})"
     rng = random.Random(seed)
@@ -156,7 +168,10 @@ def load_items(path: Path | None, n: int, seed: int) -> tuple[list[dict[str, Any
         option_chars = SYNTHETIC["options"]
         options = {letter: text(option_chars[0] - math.log(5), option_chars[1]) for letter in LETTERS}
         answer_type = "multi" if rng.random() < SYNTHETIC["multi_share"] else "single"
-        items.append({"question": text(*SYNTHETIC["question"]), "options": options, "answer_type": answer_type})
+        items.append(
+            {"id": f"synthetic-{len(items)}", "question": text(*SYNTHETIC["question"]), "options": options,
+             "answer": ["A", "C"] if answer_type == "multi" else ["A"], "answer_type": answer_type}
+        )  # fmt: skip
     return items, "synthetic items with the sample's length distribution"
 
 
@@ -274,11 +289,49 @@ def run_engine(name: str, folder: Path, args: argparse.Namespace, conversations:
         stream.close()  # past the budget: cancel what is still in flight
         generate_s = time.perf_counter() - start
         version = engine.version
+        probes = time_probes(engine, args, conversations_items(args, conversations))
     finally:
         engine.close()
         del engine
         _free(args.device)
-    return {"engine": name, "version": version, "items": done, "tokens": tokens, "load_s": load_s, "gen_s": generate_s}
+    return {
+        "engine": name,
+        "version": version,
+        "items": done,
+        "tokens": tokens,
+        "load_s": load_s,
+        "gen_s": generate_s,
+        "probes": probes,
+    }
+
+
+def conversations_items(args: argparse.Namespace, conversations: list) -> list[dict[str, Any]]:
+    """The items behind the prompts (kept on ``args`` by ``main``), for the probes."""
+    return args.probe_items[: len(conversations)]
+
+
+def time_probes(engine: Any, args: argparse.Namespace, items: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Seconds per item of the rotation probe and the option-order test, in the loaded engine."""
+    from tcmqa import prompts
+    from tcmqa.probes import order, rotation
+
+    rotated = [rotation.rotate(item, k) for item in items[: args.probe_items_n] for k in range(1, rotation.ROTATIONS)]
+    start = time.perf_counter()
+    chunks = (
+        engine.render([prompts.render_messages(item) for item in rotated[k : k + 4 * args.chunk_size]])
+        for k in range(0, len(rotated), 4 * args.chunk_size)
+    )
+    for _ in engine.generate_chunks(chunks):
+        pass
+    rotation_s = time.perf_counter() - start
+    tested = items[: args.probe_items_n]
+    start = time.perf_counter()
+    for item in tested:  # one call per item: 120 sequences that share the stem
+        texts = order.texts(item, order.other_orders(item["id"], args.orders))
+        engine.loglikelihood([engine.tokenizer(text)["input_ids"] for text in texts])
+    order_s = time.perf_counter() - start
+    n = len(tested)
+    return {"rotation": {"items": n, "seconds": rotation_s}, "order": {"items": n, "seconds": order_s}}
 
 
 def _free(device: str) -> None:
@@ -338,9 +391,19 @@ def table_rows(results: list[dict[str, Any]], peak: float, matmul_params: int, d
     return rows
 
 
-def print_table(rows: list[list[str]]) -> None:
-    print("| " + " | ".join(COLUMNS) + " |")
-    print("|" + "|".join("---" if k < 2 else "---:" for k in range(len(COLUMNS))) + "|")
+def probe_rows(results: list[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for r in results:
+        for probe, timing in r.get("probes", {}).items():
+            rate = timing["items"] / timing["seconds"]
+            full, default = hms(CORPUS_ITEMS / rate), hms(PROBE_DEFAULT_ITEMS[probe] / rate)
+            rows.append([r["engine"], probe, str(timing["items"]), f"{rate:.2f}", full, default])
+    return rows
+
+
+def print_table(rows: list[list[str]], columns: tuple[str, ...] = COLUMNS) -> None:
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "|".join("---" if k < 2 else "---:" for k in range(len(columns))) + "|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
 
@@ -361,6 +424,7 @@ def main() -> None:
     parser.add_argument("--items-file", type=Path, default=SAMPLE_ITEMS, help="JSON lines of items (the sample's)")
     parser.add_argument("--tokenizer", type=Path, help="a local tokenizer folder with a chat template")
     parser.add_argument("--work", type=Path, default=REPO / ".cache" / "bench" / "gpu", help="model folder goes here")
+    parser.add_argument("--probe-items", type=int, help="items per probe (default 64; dry run 4)")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args()
     wall = time.perf_counter()
@@ -378,12 +442,14 @@ def main() -> None:
         args.items = args.items or 16
         args.chunk_size = args.chunk_size or 8
         args.hf_batch_size = min(args.hf_batch_size, 8)
+        args.probe_items_n, args.orders = args.probe_items or 4, 5
     else:
         if not torch.cuda.is_available():
             sys.exit("no CUDA device: run `python bench/gpu.py --dry-run` on a CPU machine")
         args.device, args.dtype = "cuda", "bfloat16"
         args.items = args.items or 1024
         args.chunk_size = args.chunk_size or 512
+        args.probe_items_n, args.orders = args.probe_items or 64, 119
     engines = (args.engines or ("transformers" if args.dry_run else "transformers,vllm")).split(",")
 
     if args.dry_run:
@@ -393,6 +459,7 @@ def main() -> None:
     print(f"matmul: {peak:.2f} TFLOP/s ({'fp32 CPU' if args.dry_run else 'bf16 ' + torch.cuda.get_device_name()})")
 
     items, source = load_items(args.items_file, args.items, seed=0)
+    args.probe_items = items
     conversations = [prompts.render_messages(item) for item in items]
     tokenizer, tokenizer_source = tokenizer_for(args, [c[0]["content"] for c in conversations])
     folder = args.work / ("model-tiny" if args.dry_run else "model-7b")
@@ -426,6 +493,12 @@ def main() -> None:
         f"projection: {CORPUS_ITEMS:,} items at that rate; whole script {time.perf_counter() - wall:.0f} s"
     )
     print_table(rows)
+    print(
+        f"\nprobes, in the same engine load: rotation = 4 more generations per item; order = prefill of "
+        f"{args.orders + 1} option orders per item; default = {PROBE_DEFAULT_ITEMS['rotation']:,} rotated items, "
+        f"{PROBE_DEFAULT_ITEMS['order']:,} order-tested"
+    )
+    print_table(probe_rows(results), PROBE_COLUMNS)
     if args.json:
         args.json.write_text(
             json.dumps(

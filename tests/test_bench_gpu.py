@@ -21,6 +21,7 @@ COLUMNS = [
     "fraction",
     "38,279 items",
 ]
+PROBE_COLUMNS = ["engine", "probe", "items", "items/s", "38,279 items", "default"]
 
 
 def test_gpu_bench_dry_run_prints_the_table(tmp_path: Path) -> None:
@@ -32,6 +33,8 @@ def test_gpu_bench_dry_run_prints_the_table(tmp_path: Path) -> None:
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [line for line in done.stdout.splitlines() if line.startswith("|")]
+    second = next(k for k in range(1, len(lines)) if lines[k].startswith("| engine"))  # the probes' table
+    lines, probe_table = lines[:second], lines[second:]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
     assert header == COLUMNS
     rows = {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])}
@@ -41,3 +44,12 @@ def test_gpu_bench_dry_run_prints_the_table(tmp_path: Path) -> None:
     assert float(hf[3]) > 0 and float(hf[5]) > 0 and float(hf[6]) > 0
     assert hf[7].endswith("%") and hf[8].count(":") == 2  # a fraction, a projected h:mm:ss
     assert "synthetic items with the sample's length distribution" in done.stdout  # no items file: synthetic
+    # the probes' table, timed in the same engine load
+    assert [c.strip() for c in probe_table[0].strip("|").split("|")] == PROBE_COLUMNS
+    probes = {
+        cells[1]: cells for cells in ([c.strip() for c in line.strip("|").split("|")] for line in probe_table[2:])
+    }
+    assert set(probes) == {"rotation", "order"}
+    for cells in probes.values():
+        assert cells[0] == "transformers" and cells[2] == "4" and float(cells[3]) > 0
+        assert cells[4].count(":") == 2 and cells[5].count(":") == 2
