@@ -12,7 +12,7 @@ preference is where it is not first.
 
 The null fails without memorisation where the published order follows a convention a model can prefer
 having never seen the item: options in numeric order, an option that refers to the others ("以上都是",
-"[A][C]"), or identical options (which tie). Such items are left out (their rows say why,
+"[A][C]"), options from shortest to longest, or identical options (which tie). Such items are left out (their rows say why,
 ``convention``) and counted in ``order_excluded``. A tie with the published order counts against it.
 
 >>> convention({"options": dict(zip("ABCDE", ["1天", "3天", "5天", "7天", "10天"]))})
@@ -21,6 +21,8 @@ having never seen the item: options in numeric order, an option that refers to t
 'refers_to_others'
 >>> convention({"options": dict(zip("ABCDE", ["[A][B]", "[A][C]", "[B][D]", "[C][E]", "[D][E]"]))})
 'refers_to_others'
+>>> convention({"options": dict(zip("ABCDE", ["肝", "心主血", "脾主运化", "肺主气司呼吸", "肾藏精主生长发育"]))})
+'ordered_by_length'
 >>> convention({"options": dict(zip("ABCDE", ["县级以上", "省级以上", "10天", "3天", "肺"]))})
 ''
 >>> len(other_orders("q-1", 119)), len(other_orders("q-1", 23)), other_orders("q-1", 23) == other_orders("q-1", 23)
@@ -91,6 +93,11 @@ def convention(item: Mapping[str, Any]) -> str:
         steps = np.diff(np.array(numbers, dtype=float))
         if (steps >= 0).all() or (steps <= 0).all():
             return "ordered_numbers"
+    # strictly shortest to longest (or back): 10 of the sample's 2,590 remaining items, 3x what shuffled
+    # options give; Unicode order was checked too and is at the chance rate
+    lengths = np.diff([len(o) for o in options])
+    if (lengths > 0).all() or (lengths < 0).all():
+        return "ordered_by_length"
     return ""
 
 
