@@ -214,16 +214,20 @@ def test_the_stratified_sample_keeps_answer_type_shares_and_is_stable(demo_items
 def test_batched_loglikelihood_equals_one_unpadded_forward_per_sequence(tiny_engine):
     import torch
 
-    texts = ["五行中，木的特性是\nA. 曲直", "肝", "五脏中主藏血的是\nA. 心\nB. 肝\nC. 脾\nD. 肺\nE. 肾"]
+    texts = ["五行中，木的特性是\nA. 曲直", "肝主", "五脏中主藏血的是\nA. 心\nB. 肝\nC. 脾\nD. 肺\nE. 肾"]
     sequences = [tiny_engine.tokenizer(t)["input_ids"] for t in texts]
-    batched = tiny_engine.loglikelihood([s for s in sequences if len(s) > 1])
-    for seq, value in zip([s for s in sequences if len(s) > 1], batched, strict=True):
-        with torch.inference_mode():
-            logits = tiny_engine.model(input_ids=torch.tensor([seq])).logits[0].float()
-        expected = torch.log_softmax(logits[:-1], -1).gather(-1, torch.tensor(seq[1:])[:, None]).sum().item()
-        assert value == pytest.approx(expected, abs=1e-4)
-    with pytest.raises(ValueError, match="at least two tokens"):
+    for context in ([1, 1, 1], [len(sequences[0]) - 2, 1, 5]):
+        batched = tiny_engine.loglikelihood(sequences, context)
+        for seq, start, value in zip(sequences, context, batched, strict=True):
+            with torch.inference_mode():
+                logits = tiny_engine.model(input_ids=torch.tensor([seq])).logits[0].float()
+            every = torch.log_softmax(logits[:-1], -1).gather(-1, torch.tensor(seq[1:])[:, None])[:, 0]
+            assert value == pytest.approx(every[start - 1 :].sum().item(), abs=1e-4), (context, seq)
+    assert tiny_engine.loglikelihood(sequences, 1) == pytest.approx(tiny_engine.loglikelihood(sequences), abs=1e-9)
+    with pytest.raises(ValueError, match="at least one token"):
         tiny_engine.loglikelihood([[1]])
+    with pytest.raises(ValueError, match="at least one token"):
+        tiny_engine.loglikelihood([sequences[0]], len(sequences[0]))
 
 
 # -- tcmqa probe end to end ------------------------------------------------------------------

@@ -152,7 +152,8 @@ PROBES = datasets.Features(
         "n_orders": datasets.Value("int32"),  # option orders scored, the published one included
         "order_rank": datasets.Value("int32"),  # 1: the published order is strictly the most likely
         "order_percentile": datasets.Value("float32"),  # share of other orders less likely (ties half), percent
-        "published_logprob": datasets.Value("float64"),  # log-likelihood of the text as published, nats
+        # log-likelihood of the options as published given what every order shares (the stem), nats
+        "published_logprob": datasets.Value("float64"),
     }
 )
 

@@ -155,18 +155,23 @@ class Engine(ABC):
         """Per prompt: generated token ids, finish reason, first-token log-prob of each letter id."""
 
     @abstractmethod
-    def _loglikelihood(self, sequences: Sequence[Sequence[int]]) -> list[float]:
-        """Per token sequence: the sum over positions t >= 1 of log P(token t | tokens before t), in nats."""
+    def _loglikelihood(self, sequences: Sequence[Sequence[int]], context: Sequence[int]) -> list[float]:
+        """Per token sequence: the sum over positions t >= context of log P(token t | tokens before t)."""
 
-    def loglikelihood(self, sequences: Sequence[Sequence[int]]) -> list[float]:
-        """Log-likelihood of each token sequence under the model, prefill only (no generation).
+    def loglikelihood(self, sequences: Sequence[Sequence[int]], context: int | Sequence[int] = 1) -> list[float]:
+        """Log-likelihood of each token sequence under the model, prefill only (no generation), in nats.
 
-        The first token is context, not scored; sequences that share it (a BOS, or the same stem) are
-        comparable. The order test (``tcmqa.probes.order``) ranks an item's option orders with this.
+        The first ``context`` tokens of a sequence (one number, or one per sequence) are conditioned on,
+        not scored: at least the first, which has nothing before it. The order test
+        (``tcmqa.probes.order``) scores only what differs between an item's option orders, the tokens
+        after their common prefix, so the stem's positions need no output layer.
         """
-        if any(len(s) < 2 for s in sequences):
-            raise ValueError("each sequence needs at least two tokens (the first one is only context)")
-        return self._loglikelihood(sequences) if sequences else []
+        contexts = [context] * len(sequences) if isinstance(context, int) else list(context)
+        if len(contexts) != len(sequences):
+            raise ValueError(f"{len(contexts)} contexts for {len(sequences)} sequences")
+        if any(not 1 <= c < len(s) for s, c in zip(sequences, contexts, strict=True)):
+            raise ValueError("each sequence needs a context of at least one token and at least one token after it")
+        return self._loglikelihood(sequences, contexts) if sequences else []
 
     def _generate_chunks(self, chunks: Iterable[Sequence[Prompt]]) -> Iterator[tuple[Sequence[Prompt], list[Raw]]]:
         """Each chunk with its raw generations, in order. One chunk at a time here; an engine with a

@@ -98,31 +98,46 @@ class TransformersEngine(Engine):
                 results[i] = (tokens, finish, dict(zip(self.letters.all_ids, first[r].tolist())))
         return [results[i] for i in range(len(batch))]
 
-    # Tokens per forward pass of the log-likelihood: the float32 logits of a batch (tokens x vocabulary)
-    # stay near 1 GB whatever the vocabulary (Gemma's 262k: 1,024 tokens), and never above 8,192 tokens.
+    # Scored positions per forward pass of the log-likelihood: their float32 logits (positions x vocabulary)
+    # stay near 1 GB whatever the vocabulary (Gemma's 262k: 1,024 positions), never above 8,192 tokens.
     LOGIT_BUDGET = 2**28
 
-    def _loglikelihood(self, sequences: Sequence[Sequence[int]]) -> list[float]:
-        # Right padding: every sequence keeps positions 0..n-1, so no position ids are needed.
-        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]), reverse=True)
-        budget = min(8192, max(1, self.LOGIT_BUDGET // self.model.config.get_text_config().vocab_size))
+    def _loglikelihood(self, sequences: Sequence[Sequence[int]], context: Sequence[int]) -> list[float]:
+        # Left padding lines the sequences' ends up, so ``logits_to_keep`` computes the output layer
+        # (a 262k-word LM head for Gemma: most of the cost) only at the scored tail of each sequence.
+        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]) - context[i], reverse=True)
+        vocab = self.model.config.get_text_config().vocab_size
+        budget = min(8192, max(1, self.LOGIT_BUDGET // vocab))
         out = [0.0] * len(sequences)
         start = 0
         while start < len(order):
-            width = len(sequences[order[start]])
-            rows = order[start : start + max(1, budget // width)]
+            keep = len(sequences[order[start]]) - context[order[start]] + 1  # the longest tail in the batch
+            rows = order[start : start + max(1, budget // keep)]
             start += len(rows)
+            width = max(len(sequences[i]) for i in rows)
             input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
             mask = torch.zeros((len(rows), width), dtype=torch.long)
+            scored = torch.zeros((len(rows), keep - 1), dtype=torch.bool)
             for r, i in enumerate(rows):
-                input_ids[r, : len(sequences[i])] = torch.tensor(list(sequences[i]))
-                mask[r, : len(sequences[i])] = 1
+                ids = sequences[i]
+                input_ids[r, width - len(ids) :] = torch.tensor(list(ids))
+                mask[r, width - len(ids) :] = 1
+                scored[r, keep - 1 - (len(ids) - context[i]) :] = True
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
             with torch.inference_mode():
-                logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
-                logprobs = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-                targets = input_ids[:, 1:].to(self.device)
-                picked = logprobs.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * mask[:, 1:].to(self.device)
-                sums = picked.double().sum(dim=1).cpu().tolist()
+                logits = (
+                    self.model(
+                        input_ids=input_ids.to(self.device),
+                        attention_mask=mask.to(self.device),
+                        position_ids=positions.to(self.device),
+                        logits_to_keep=keep,
+                    )
+                    .logits[:, -keep:-1]
+                    .float()
+                )  # position p predicts token p + 1
+                targets = input_ids[:, width - keep + 1 :].to(self.device)
+                picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+                sums = (picked.double() * scored.to(self.device)).sum(dim=1).cpu().tolist()
             for r, i in enumerate(rows):
                 out[i] = sums[r]
         return out

@@ -130,19 +130,19 @@ class VLLMEngine(Engine):
             if pending:
                 engine.abort_request(pending)
 
-    def _loglikelihood(self, sequences: Sequence[Sequence[int]]) -> list[float]:
+    def _loglikelihood(self, sequences: Sequence[Sequence[int]], context: Sequence[int]) -> list[float]:
         """Prefill only: one token generated, the prompt tokens' own log-probs returned
-        (``prompt_logprobs=0``). vLLM skips its prefix cache for such requests, so every prompt is
-        computed in full."""
+        (``prompt_logprobs=0``). vLLM skips its prefix cache for such requests and scores every
+        position, so the context costs the same as the rest here."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(s)) for s in sequences], params, use_tqdm=False)
         sums = []
-        for sequence, output in zip(sequences, outputs, strict=True):
-            positions = output.prompt_logprobs[1:]  # position 0 has no context
-            sums.append(sum(position[token].logprob for position, token in zip(positions, sequence[1:], strict=True)))
+        for sequence, start, output in zip(sequences, context, outputs, strict=True):
+            positions = output.prompt_logprobs  # position 0 is None: nothing before it
+            sums.append(sum(positions[t][sequence[t]].logprob for t in range(start, len(sequence))))
         return sums
 
     def _raw(self, prompt: Prompt, output: Any) -> Raw:

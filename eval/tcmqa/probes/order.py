@@ -2,7 +2,9 @@
 
 For each tested item, the log-likelihood of its text as published (stem and options, laid out as the
 protocol lays them out, no instruction, :func:`tcmqa.prompts.render_item`) is compared with the same
-text under K other orders of the options (all 119 when ``orders`` >= 119, else a seeded sample per
+text under K other orders of the options. The tokens every order shares (the stem) are conditioned on
+and not scored (:func:`shared_prefix`): they are the same under every order, so ``published_logprob`` is
+the log-likelihood of the options given the stem (all 119 when ``orders`` >= 119, else a seeded sample per
 item). A model that has not seen the item has no reason to prefer the published order over any other:
 under that null every order is equally likely to score highest, so the published one ranks first with
 probability 1/(K+1), independently across items. A model that read the exam paper prefers the order it
@@ -12,8 +14,9 @@ preference is where it is not first.
 
 The null fails without memorisation where the published order follows a convention a model can prefer
 having never seen the item: options in numeric order, an option that refers to the others ("以上都是",
-"[A][C]"), options from shortest to longest, or identical options (which tie). Such items are left out (their rows say why,
-``convention``) and counted in ``order_excluded``. A tie with the published order counts against it.
+"[A][C]"), options from shortest to longest, or identical options (which tie). Such items are left out
+(their rows say why, ``convention``) and counted in ``order_excluded``. A tie with the published order
+counts against it.
 
 >>> convention({"options": dict(zip("ABCDE", ["1天", "3天", "5天", "7天", "10天"]))})
 'ordered_numbers'
@@ -120,6 +123,22 @@ def reorder(item: Mapping[str, Any], order: Sequence[int]) -> dict[str, Any]:
 def texts(item: Mapping[str, Any], orders: Sequence[Sequence[int]]) -> list[str]:
     """The item's text as published, then under each of ``orders``."""
     return [prompts.render_item(item)] + [prompts.render_item(reorder(item, order)) for order in orders]
+
+
+def shared_prefix(sequences: Sequence[Sequence[int]]) -> int:
+    """Tokens all of an item's orders begin with (the stem, up to the first option that differs), at
+    least 1 and short of the shortest sequence: the part every order shares is conditioned on, not
+    scored, since it is the same under every order and cannot change a rank.
+
+    >>> shared_prefix([[1, 2, 3, 4], [1, 2, 5, 6], [1, 2, 3, 7]])
+    2
+    """
+    common = 0
+    for column in zip(*sequences):
+        if any(token != column[0] for token in column):
+            break
+        common += 1
+    return max(1, min(common, min(map(len, sequences)) - 1))
 
 
 def sample_items(items: Sequence[Mapping[str, Any]], n: int | None, seed: int = 0) -> list[Mapping[str, Any]]:

@@ -245,12 +245,16 @@ def run_order_test(
             reasons = [order.convention(item) for item in chunk]
             tested = [item for item, reason in zip(chunk, reasons, strict=True) if not reason]
             sequences: list[list[int]] = []
+            contexts: list[int] = []
             spans: dict[str, slice] = {}
             for item in tested:
                 texts = order.texts(item, order.other_orders(item["id"], orders, seed))
+                tokens = [engine.tokenizer(text)["input_ids"] for text in texts]
                 spans[item["id"]] = slice(len(sequences), len(sequences) + len(texts))
-                sequences.extend(engine.tokenizer(text)["input_ids"] for text in texts)
-            scores = engine.loglikelihood(sequences)  # one call for the chunk: the engine batches across items
+                sequences.extend(tokens)
+                contexts.extend([order.shared_prefix(tokens)] * len(tokens))
+            # one call for the chunk: the engine batches across items
+            scores = engine.loglikelihood(sequences, contexts)
             by_item = {item_id: scores[span] for item_id, span in spans.items()}
             rows = [order.order_row(item, by_item.get(item["id"]), reason) for item, reason in zip(chunk, reasons)]
             _write(path, rows, facts)
