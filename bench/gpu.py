@@ -326,9 +326,8 @@ def time_probes(engine: Any, args: argparse.Namespace, items: list[dict[str, Any
     rotation_s = time.perf_counter() - start
     tested = items[: args.probe_items_n]
     start = time.perf_counter()
-    for item in tested:  # one call per item: 120 sequences that share the stem
-        texts = order.texts(item, order.other_orders(item["id"], args.orders))
-        engine.loglikelihood([engine.tokenizer(text)["input_ids"] for text in texts])
+    for item in tested:  # one call per item: 120 sequences that share the stem, scored after it
+        engine.loglikelihood(*order.token_sequences(engine.tokenizer, item, args.orders))
     order_s = time.perf_counter() - start
     n = len(tested)
     return {"rotation": {"items": n, "seconds": rotation_s}, "order": {"items": n, "seconds": order_s}}

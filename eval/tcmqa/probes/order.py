@@ -125,6 +125,13 @@ def texts(item: Mapping[str, Any], orders: Sequence[Sequence[int]]) -> list[str]
     return [prompts.render_item(item)] + [prompts.render_item(reorder(item, order)) for order in orders]
 
 
+def token_sequences(tokenizer: Any, item: Mapping[str, Any], orders: int, seed: int = 0) -> tuple[list[list[int]], int]:
+    """The item's text as published, then under :func:`other_orders`, tokenized as the model reads text
+    (with its special tokens), and the context every sequence shares (:func:`shared_prefix`)."""
+    tokens = [tokenizer(text)["input_ids"] for text in texts(item, other_orders(item["id"], orders, seed))]
+    return tokens, shared_prefix(tokens)
+
+
 def shared_prefix(sequences: Sequence[Sequence[int]]) -> int:
     """Tokens all of an item's orders begin with (the stem, up to the first option that differs), at
     least 1 and short of the shortest sequence: the part every order shares is conditioned on, not

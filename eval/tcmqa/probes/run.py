@@ -248,11 +248,10 @@ def run_order_test(
             contexts: list[int] = []
             spans: dict[str, slice] = {}
             for item in tested:
-                texts = order.texts(item, order.other_orders(item["id"], orders, seed))
-                tokens = [engine.tokenizer(text)["input_ids"] for text in texts]
-                spans[item["id"]] = slice(len(sequences), len(sequences) + len(texts))
+                tokens, context = order.token_sequences(engine.tokenizer, item, orders, seed)
+                spans[item["id"]] = slice(len(sequences), len(sequences) + len(tokens))
                 sequences.extend(tokens)
-                contexts.extend([order.shared_prefix(tokens)] * len(tokens))
+                contexts.extend([context] * len(tokens))
             # one call for the chunk: the engine batches across items
             scores = engine.loglikelihood(sequences, contexts)
             by_item = {item_id: scores[span] for item_id, span in spans.items()}
