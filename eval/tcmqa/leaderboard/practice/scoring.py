@@ -1,0 +1,173 @@
+"""The responses scored: a practitioner's report on a finished block, and the human reference.
+
+The practice responses join the imported study's in the ``responses`` and ``subset`` configs; the
+subset's majority vote is the human reference the leaderboard sets beside each model
+(``human_reference``, ``reference_rows``), recomputed as responses arrive or practitioners are excluded.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from tcmqa.ingest import BuildReport, make_subset, pseudonym
+from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore
+from tcmqa.schema import DOMAINS, RATERS_PER_ITEM
+
+
+class PracticeScoring(PracticeCore):
+    """The practitioner's report, the ``responses`` and ``subset`` configs, the human reference."""
+
+    def report(self, account: str | None, block: int | None = None) -> dict[str, Any]:
+        """The account's accuracy on a completed block: against the reference, against the other raters
+        (all of them, as they stand now), by domain, and the models' accuracy on the same items.
+
+        Raises :class:`NotAllowed` while the block is not complete: the answers stay hidden until then.
+        """
+        if not account:
+            raise NotAllowed("sign in first")
+        assignments = {a["block"]: a for a in self.store.practice_assignments(account)}
+        if not assignments:
+            raise NotAllowed("no block assigned")
+        block = max(assignments, key=lambda b: assignments[b]["assigned_at"]) if block is None else block
+        if block not in assignments:
+            raise NotAllowed("not your block")
+        items = self.store.practice_block_items(block)
+        mine = self._answered(account, block)
+        if len(mine) < len(items):
+            raise NotAllowed(f"the block is not complete ({len(mine)} of {len(items)} answered)")
+        others = [r for r in self.store.practice_responses(block=block) if r["account"] != account]
+        excluded = {p["account"] for p in self.store.practitioners() if p["excluded"]}
+        others = [r for r in others if r["account"] not in excluded]
+        other_by_item: dict[str, list[list[str]]] = collections.defaultdict(list)
+        for r in others:
+            other_by_item[r["item_id"]].append(json.loads(r["selected"]))
+        rows = []
+        for item_id in items:
+            item, r = self.items[item_id], mine[item_id]
+            selected = json.loads(r["selected"])
+            peers = other_by_item.get(item_id, [])
+            domains = list(item.get("domains") or []) or json.loads(r["domains"]) or ["other"]
+            rows.append(
+                {
+                    "item_id": item_id,
+                    "domain": domains[0],
+                    "answer_type": item["answer_type"],
+                    "correct": selected == list(item["answer"]),
+                    "agree": (sum(p == selected for p in peers) / len(peers)) if peers else None,
+                }
+            )
+        frame = pd.DataFrame(rows)
+        by_domain = (
+            frame.groupby("domain")
+            .agg(items=("item_id", "size"), accuracy=("correct", "mean"), agreement=("agree", "mean"))
+            .reset_index()
+        )
+        by_domain["accuracy"] = (100 * by_domain["accuracy"]).round(1)
+        by_domain["agreement"] = (100 * by_domain["agreement"].astype(float)).round(1)
+        by_domain.insert(1, "domain_zh", by_domain["domain"].map(DOMAINS))
+        agree = frame["agree"].dropna()
+        return {
+            "block": block,
+            "items": len(items),
+            "accuracy": round(100 * float(frame["correct"].mean()), 2),
+            "agreement": None if agree.empty else round(100 * float(agree.mean()), 2),
+            "by_domain": by_domain,
+            "models": self.models_on(items),
+        }
+
+    def models_on(self, item_ids: Sequence[str]) -> pd.DataFrame:
+        """Every evaluated model's exact-match accuracy on these items (from the store's outputs)."""
+        wanted = set(item_ids)
+        parts = []
+        for path in self.store.outputs_files():
+            frame = pd.read_parquet(path, columns=["model", "item_id", "correct"])
+            parts.append(frame[frame["item_id"].isin(wanted)])
+        if not parts:
+            return pd.DataFrame(columns=["model", "items", "accuracy"])
+        frame = pd.concat(parts, ignore_index=True).drop_duplicates(["model", "item_id"], keep="last")
+        out = frame.groupby("model").agg(items=("item_id", "size"), accuracy=("correct", "mean")).reset_index()
+        out["accuracy"] = (100 * out["accuracy"]).round(1)
+        return out.sort_values("accuracy", ascending=False).reset_index(drop=True)
+
+    def response_rows(self) -> list[dict]:
+        """Practice responses as rows of the ``responses`` config (pseudonymous ids, no account names)."""
+        rows = []
+        for r, a in self._included():
+            item = self.items[r["item_id"]]
+            pid = pseudonym(a["user_id"], self.pseudonym_key)
+            selected = json.loads(r["selected"])
+            domains = json.loads(r["domains"])
+            rows.append(
+                {
+                    "response_id": f"{pid}-{item['id']}",
+                    "item_id": item["id"],
+                    "practitioner_id": pid,
+                    "block": (a["user_id"] - 1) // RATERS_PER_ITEM,
+                    "selected": selected,
+                    "correct": selected == list(item["answer"]),
+                    "domains": domains,
+                    "domains_zh": [DOMAINS[k] for k in domains],
+                    "difficulty": r["difficulty"],
+                    "flagged": bool(r["flagged"]),
+                    "seconds": r["seconds"],
+                    "seconds_paused": r["seconds_paused"],
+                }
+            )
+        return rows
+
+    def configs(self, include_flagged: bool = False) -> dict[str, list[dict]]:
+        """The ``responses`` and ``subset`` configs: the imported study plus the practice responses.
+
+        Cached on the store's practice version (a new response or an exclusion rebuilds them).
+        """
+        version = self.store.practice_version()
+        with self._cache_lock:
+            if self._cache is not None and self._cache[0] == version:
+                return self._cache[1]
+        seen = {r["response_id"] for r in self.imported}
+        responses = self.imported + [r for r in self.response_rows() if r["response_id"] not in seen]
+        subset = make_subset(responses, self.items, BuildReport(), include_flagged)
+        tables = {"responses": responses, "subset": subset}
+        with self._cache_lock:
+            self._cache = (version, tables)
+        return tables
+
+    def human_reference(self, item_ids: Iterable[str] | None = None) -> tuple[float | None, int]:
+        """The practitioners' majority vote (percent) on the subset items (those of ``item_ids``), and n."""
+        subset = self.configs()["subset"]
+        wanted = None if item_ids is None else set(item_ids)
+        votes = [r["majority_correct"] for r in subset if wanted is None or r["item_id"] in wanted]
+        if not votes:
+            return None, 0
+        return 100 * sum(votes) / len(votes), len(votes)
+
+    def reference_rows(self, evaluated: Sequence[dict]) -> list[dict]:
+        """Each evaluated results row with ``subset``, ``human_reference`` and ``delta_human`` recomputed
+        on the current subset config from the model's outputs in the store (rows without outputs as they were).
+        """
+        subset = {r["item_id"]: r["majority_correct"] for r in self.configs()["subset"]}
+        parts = [pd.read_parquet(p, columns=["model", "item_id", "correct"]) for p in self.store.outputs_files()]
+        outputs = (
+            pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["model", "item_id", "correct"])
+        )
+        outputs = outputs[outputs["item_id"].isin(set(subset)) & ~outputs["item_id"].map(self._flagged)]
+        out = []
+        for row in evaluated:
+            mine = outputs[outputs["model"] == row.get("model")].drop_duplicates("item_id", keep="last")
+            if row.get("origin") == "reported" or mine.empty:
+                out.append(row)
+                continue
+            human = 100 * sum(subset[i] for i in mine["item_id"]) / len(mine)
+            score = 100 * float(mine["correct"].mean())
+            out.append(
+                {**row, "subset": score, "human_reference": human, "delta_human": score - human, "n_subset": len(mine)}
+            )
+        return out
+
+    def _flagged(self, item_id: str) -> bool:
+        return bool(self.items.get(item_id, {}).get("flagged"))

@@ -1,0 +1,128 @@
+"""The connection core every part of the store builds on: engines, transactions, locks and the upsert.
+
+Most of what differs between the dialects is here: how a writing transaction begins (SQLite ``BEGIN
+IMMEDIATE``; PostgreSQL advisory locks) and how an upsert is spelled; the partial-index syntax is in
+:mod:`tcmqa.store.tables`, the row locks (``FOR UPDATE SKIP LOCKED``) in :mod:`tcmqa.store.queue`.
+:class:`StoreCore` knows no table; the concern modules (jobs, queue, results, outbox, practice) are
+mixins over it, composed once into :class:`tcmqa.store.Store`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+_SUBMIT_LOCK = 0x74636D71  # PostgreSQL advisory lock keys ("tcmq")
+_MIGRATE_LOCK = _SUBMIT_LOCK + 1
+
+
+def store_url(spec: str | os.PathLike) -> str:
+    """The SQLAlchemy URL for a store spec: a URL (sqlite/postgresql) or a bare directory (SQLite inside it)."""
+    spec = str(spec)
+    if spec.startswith("hub:"):
+        raise ValueError(
+            f"{spec!r}: the Hub is no longer a queue store; use a SQLite directory or a postgresql:// URL "
+            "(finished evaluations are published to the Hub by the publisher)"
+        )
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if spec.startswith(prefix):
+            return "postgresql+psycopg://" + spec.removeprefix(prefix)
+    if spec.startswith("sqlite://"):
+        return spec
+    directory = Path(spec.removeprefix("sqlite:")).expanduser().resolve()  # a bare "sqlite:DIR" as before
+    return f"sqlite:///{directory / 'queue.sqlite'}"
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("TCMQA_CACHE") or Path.home() / ".cache" / "tcmqa")
+
+
+class StoreCore:
+    """One store's database: its URL, dialect, engines and cache folder (see :class:`tcmqa.store.Store`)."""
+
+    def __init__(self, url: str | os.PathLike, *, cache_dir: str | Path | None = None):
+        self.url = store_url(url)
+        parsed = sa.engine.make_url(self.url)
+        self.dialect = parsed.get_backend_name()
+        if self.dialect == "sqlite":
+            if not parsed.database or parsed.database == ":memory:":
+                raise ValueError("a SQLite store needs a file (each process opens its own connection)")
+            db = Path(parsed.database)
+            db.parent.mkdir(parents=True, exist_ok=True)
+            self.root: Path | None = db.parent
+            self.cache_dir = Path(cache_dir or db.parent / "outputs").expanduser()
+            self._writer = self._sqlite_engine(db, "BEGIN IMMEDIATE")
+            self._reader = self._sqlite_engine(db, "BEGIN")
+        elif self.dialect == "postgresql":
+            self.root = None
+            where = hashlib.sha1(parsed.render_as_string(hide_password=True).encode()).hexdigest()[:12]
+            self.cache_dir = Path(cache_dir or _cache_root() / "store-outputs" / where).expanduser()
+            self._writer = self._reader = sa.create_engine(
+                self.url, pool_pre_ping=True, pool_size=4, max_overflow=16, pool_recycle=1800
+            )
+        else:
+            raise ValueError(f"{self.url}: only sqlite and postgresql stores are supported")
+
+    # -- connections ------------------------------------------------------------------------------
+    @staticmethod
+    def _sqlite_engine(db: Path, begin: str) -> Engine:
+        """One connection per transaction (NullPool); WAL, a generous busy timeout, and our own BEGIN."""
+        engine = sa.create_engine(f"sqlite:///{db}", poolclass=sa.NullPool, connect_args={"timeout": 60})
+
+        @sa.event.listens_for(engine, "connect")
+        def _connect(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None  # the driver's own transaction handling is off: we BEGIN
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA busy_timeout=60000")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            conn.exec_driver_sql(begin)
+
+        return engine
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A writing transaction: SQLite takes its write lock at BEGIN; PostgreSQL locks rows as it goes."""
+        with self._writer.begin() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._reader.begin() as conn:
+            yield conn
+
+    def _lock(self, conn: Connection, key: int) -> None:
+        """Serialize with other transactions taking ``key`` (PostgreSQL; SQLite's BEGIN IMMEDIATE already does)."""
+        if self.dialect == "postgresql":
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+
+    def _upsert(self, table: sa.Table, values: dict[str, Any], key: list[str]) -> Any:
+        """INSERT ... ON CONFLICT (key) DO UPDATE in this dialect."""
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        statement = insert(table).values(**values)
+        return statement.on_conflict_do_update(
+            index_elements=key, set_={k: v for k, v in values.items() if k not in key}
+        )
+
+    def close(self) -> None:
+        """Release pooled connections (PostgreSQL); the store may still be used afterwards."""
+        self._writer.dispose()
+        self._reader.dispose()
+
+    def __repr__(self) -> str:
+        shown = sa.engine.make_url(self.url).render_as_string(hide_password=True)
+        return f"{type(self).__name__}({shown!r})"

@@ -1,0 +1,97 @@
+"""What a job is: its statuses, its record (:class:`Job`) and its row in the ``jobs`` table.
+
+Every part of the store that reads jobs (the queue, the results import, the outbox and its mirrors)
+turns rows into :class:`Job` records through :class:`JobRows`, so a job's columns are read one way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+import uuid
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from tcmqa.store.core import StoreCore
+from tcmqa.store.tables import jobs_t
+
+PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
+LIVE = (PENDING, RUNNING, FINISHED)  # a (model, revision, protocol) in one of these is not resubmittable
+
+
+@dataclasses.dataclass
+class Job:
+    """One submission and its life in the queue; ``claim`` identifies the attempt that owns it.
+
+    ``updated_at`` moves with every write (heartbeats included); ``status_at`` only when the status changes.
+    """
+
+    id: str
+    model: str
+    revision: str
+    protocol: str
+    user: str
+    status: str = PENDING
+    submitted_at: float = 0.0
+    updated_at: float = 0.0
+    attempts: int = 0
+    claim: str = ""
+    heartbeat_at: float = 0.0
+    progress: str = ""
+    reason: str = ""
+    log_tail: str = ""
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    status_at: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Job:
+        return cls(**json.loads(text))
+
+
+def new_job(model: str, revision: str, protocol: str, user: str, meta: dict[str, Any] | None = None) -> Job:
+    now = time.time()
+    job_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + uuid.uuid4().hex[:8]
+    return Job(job_id, model, revision, protocol, user, PENDING, now, now, meta=dict(meta or {}), status_at=now)
+
+
+_JOB_COLUMNS = [f.name for f in dataclasses.fields(Job)]
+
+
+class JobRows(StoreCore):
+    """Rows of the ``jobs`` table <-> :class:`Job` records, and the live job of a key."""
+
+    @staticmethod
+    def _job(row: Any) -> Job:
+        values = {name: row[name] for name in _JOB_COLUMNS}
+        values["meta"] = json.loads(values["meta"] or "{}")
+        for name in ("claim", "progress", "reason", "log_tail"):
+            values[name] = values[name] or ""
+        for name in ("submitted_at", "updated_at", "heartbeat_at", "status_at"):
+            values[name] = values[name] or 0.0
+        values["attempts"] = values["attempts"] or 0
+        return Job(**values)
+
+    @staticmethod
+    def _values(job: Job) -> dict[str, Any]:
+        return {name: json.dumps(job.meta) if name == "meta" else getattr(job, name) for name in _JOB_COLUMNS}
+
+    def _live(self, conn: Connection, model: str, revision: str, protocol: str) -> Job | None:
+        row = (
+            conn.execute(
+                sa.select(jobs_t).where(
+                    jobs_t.c.model == model,
+                    jobs_t.c.revision == revision,
+                    jobs_t.c.protocol == protocol,
+                    jobs_t.c.status != FAILED,
+                )
+            )
+            .mappings()
+            .first()
+        )
+        return self._job(row) if row else None

@@ -1,0 +1,95 @@
+"""The store's schema versions: the ordered migrations that build :mod:`tcmqa.store.tables` in a database.
+
+The version is kept in table ``schema_version``; :meth:`tcmqa.store.Store._migrate` applies, when a store
+is opened, every migration after it (``MIGRATIONS[i]`` makes version ``i + 1``). A migration is written
+against the tables of its own version, so a store of any earlier version upgrades in place.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from tcmqa.store.jobs import FINISHED
+from tcmqa.store.tables import (
+    _PRACTICE_TABLES,
+    _partial_index,
+    jobs_t,
+    outputs_t,
+    probes_t,
+    publications_t,
+    results_t,
+    state_t,
+)
+
+if TYPE_CHECKING:
+    from tcmqa.store import Store
+
+
+def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.Column]:
+    """Fresh columns like ``table``'s, for an older version of it."""
+    return [
+        sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable, server_default=c.server_default)
+        for c in table.columns
+        if c.name not in leave_out
+    ]
+
+
+def _migration_1(conn: Connection, store: Store) -> None:
+    """The original queue: jobs and results (an existing pre-versioning SQLite store is this version)."""
+    legacy = sa.MetaData()
+    jobs = sa.Table("jobs", legacy, *_column_copies(jobs_t, leave_out={"status_at"}))
+    results = sa.Table("results", legacy, *_column_copies(results_t))
+    _partial_index("one_live_job", jobs, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
+    sa.Index("by_status", jobs.c.status, jobs.c.submitted_at)
+    legacy.create_all(conn, tables=[jobs, results], checkfirst=True)
+
+
+def _migration_2(conn: Connection, store: Store) -> None:
+    """Status times (mirrors), outputs bytes in the database, the publication outbox, a key-value state.
+
+    An existing SQLite store's outputs files (``<dir>/outputs/<job id>/part-*.parquet``) are loaded into
+    the database and its finished jobs become unpublished publications.
+    """
+    conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN status_at DOUBLE PRECISION NOT NULL DEFAULT 0"))
+    conn.execute(sa.text("UPDATE jobs SET status_at = COALESCE(updated_at, 0)"))
+    for table in (outputs_t, publications_t, state_t):
+        table.create(conn, checkfirst=True)  # with their indexes
+    for index in jobs_t.indexes:
+        if index.name in ("by_user", "by_status_at"):
+            index.create(conn)
+    finished = conn.execute(
+        sa.select(results_t.c.job_id, results_t.c.recorded_at)
+        .join(jobs_t, jobs_t.c.id == results_t.c.job_id)
+        .where(jobs_t.c.status == FINISHED)
+    ).all()
+    for job_id, recorded_at in finished:
+        when = recorded_at or time.time()
+        conn.execute(sa.insert(publications_t).values(job_id=job_id, created_at=when, next_try_at=when, attempts=0))
+        legacy_dir = store.root / "outputs" / job_id if store.root is not None else None
+        if legacy_dir is not None and legacy_dir.is_dir():
+            for part, path in enumerate(sorted(legacy_dir.glob("part-*.parquet"))):
+                conn.execute(sa.insert(outputs_t).values(job_id=job_id, part=part, data=path.read_bytes()))
+
+
+def _migration_3(conn: Connection, store: Store) -> None:
+    """Practitioner mode: practitioners, practice blocks, their assignments and the responses."""
+    for table in _PRACTICE_TABLES:
+        table.create(conn, checkfirst=True)  # with their indexes
+
+
+def _migration_4(conn: Connection, store: Store) -> None:
+    """Probes parts beside the outputs parts (jobs finished before have none: they were not probed)."""
+    probes_t.create(conn, checkfirst=True)
+
+
+MIGRATIONS: list[Callable[[Connection, Store], None]] = [
+    _migration_1,
+    _migration_2,
+    _migration_3,
+    _migration_4,
+]  # version i+1 = MIGRATIONS[i]

@@ -1,0 +1,237 @@
+"""The evaluation queue: submissions (duplicates, rate limits), claims, heartbeats, finish, fail, requeue.
+
+Every state change is one transaction; a claim carries a token, and heartbeat/finish/fail only succeed
+while the job is still RUNNING under that token, so two workers never both run a job and a job re-run
+after a crash is recorded exactly once. ``finish`` records the results row, the outputs and probes parts
+and an unpublished publication with the status, so a finished evaluation is never lost on its way to
+the Hub.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from tcmqa.store.core import _SUBMIT_LOCK
+from tcmqa.store.jobs import FAILED, FINISHED, PENDING, RUNNING, Job, JobRows, new_job
+from tcmqa.store.results import _jsonable
+from tcmqa.store.tables import jobs_t, outputs_t, probes_t, publications_t, results_t
+
+
+class DuplicateError(Exception):
+    """The same (model, revision, protocol) is already pending, running or finished."""
+
+    def __init__(self, job: Job):
+        super().__init__(f"{job.model}@{job.revision[:12]} ({job.protocol}) is already {job.status}: job {job.id}")
+        self.job = job
+
+
+class RateLimited(Exception):
+    """The user already has ``limit`` submissions within the last ``window_s`` seconds."""
+
+    def __init__(self, count: int, limit: int, window_s: float):
+        super().__init__(f"{count} submissions in the last {window_s / 3600:g} h; the limit is {limit}")
+        self.count, self.limit, self.window_s = count, limit, window_s
+
+
+def _stale_verdict(job: Job, max_attempts: int, now: float) -> Job:
+    """The requeued or failed version of a job whose worker went silent."""
+    if job.attempts >= max_attempts:
+        reason = f"the worker stopped responding on {job.attempts} attempt(s); giving up after {max_attempts}"
+        return dataclasses.replace(job, status=FAILED, claim="", reason=reason, updated_at=now, status_at=now)
+    progress = "re-queued: worker stopped responding"
+    return dataclasses.replace(job, status=PENDING, claim="", progress=progress, updated_at=now, status_at=now)
+
+
+class QueueStore(JobRows):
+    """The queue's transactions (see the module docstring)."""
+
+    def _select_jobs(self, *where: Any) -> list[Job]:
+        query = sa.select(jobs_t).where(*where).order_by(jobs_t.c.submitted_at.desc(), jobs_t.c.id.desc())
+        with self._read() as conn:
+            return [self._job(r) for r in conn.execute(query).mappings()]
+
+    def submit(
+        self,
+        model: str,
+        revision: str,
+        protocol: str,
+        user: str,
+        meta: dict[str, Any] | None = None,
+        *,
+        rate_limit: int | None = None,
+        rate_window_s: float = 86400,
+    ) -> Job:
+        """Enqueue a PENDING job, or raise DuplicateError pointing at the live one, or RateLimited.
+
+        The rate-limit count, the duplicate check and the insert are one serialized transaction.
+        """
+        job = new_job(model, revision, protocol, user, meta)
+        try:
+            with self._write() as conn:
+                self._lock(conn, _SUBMIT_LOCK)
+                if rate_limit is not None:
+                    count = conn.execute(
+                        sa.select(sa.func.count())
+                        .select_from(jobs_t)
+                        .where(jobs_t.c.user == user, jobs_t.c.submitted_at >= job.submitted_at - rate_window_s)
+                    ).scalar_one()
+                    if count >= rate_limit:
+                        raise RateLimited(count, rate_limit, rate_window_s)
+                live = self._live(conn, model, revision, protocol)
+                if live:
+                    raise DuplicateError(live)
+                conn.execute(sa.insert(jobs_t).values(**self._values(job)))
+        except IntegrityError:  # a writer that bypassed the lock won the race; the unique index refused us
+            live = self.find(model, revision, protocol)
+            if live is None:
+                raise
+            raise DuplicateError(live) from None
+        return job
+
+    def jobs(self) -> list[Job]:
+        """Every job, newest first."""
+        return self._select_jobs()
+
+    def get(self, job_id: str) -> Job | None:
+        with self._read() as conn:
+            row = conn.execute(sa.select(jobs_t).where(jobs_t.c.id == job_id)).mappings().first()
+        return self._job(row) if row else None
+
+    def find(self, model: str, revision: str, protocol: str) -> Job | None:
+        """The live (pending, running or finished) job for this key, if any."""
+        with self._read() as conn:
+            return self._live(conn, model, revision, protocol)
+
+    def submitted_since(self, user: str, since: float) -> int:
+        query = sa.select(sa.func.count()).select_from(jobs_t).where(jobs_t.c.user == user)
+        with self._read() as conn:
+            return conn.execute(query.where(jobs_t.c.submitted_at >= since)).scalar_one()
+
+    def _any(self, *where: Any) -> bool:
+        with self._read() as conn:
+            return conn.execute(sa.select(jobs_t.c.id).where(*where).limit(1)).first() is not None
+
+    def claim(self, worker: str) -> Job | None:
+        """Atomically move the oldest PENDING job to RUNNING for this worker, or return None."""
+        if not self._any(jobs_t.c.status == PENDING):  # an idle poll takes no write lock
+            return None
+        with self._write() as conn:
+            row = (
+                conn.execute(
+                    sa.select(jobs_t)
+                    .where(jobs_t.c.status == PENDING)
+                    .order_by(jobs_t.c.submitted_at, jobs_t.c.id)
+                    .limit(1)
+                    .with_for_update(skip_locked=True)  # PostgreSQL; SQLite holds its write lock already
+                )
+                .mappings()
+                .first()
+            )
+            if row is None:
+                return None
+            now, job = time.time(), self._job(row)
+            job = dataclasses.replace(
+                job,
+                status=RUNNING,
+                attempts=job.attempts + 1,
+                claim=f"{worker}#{job.attempts + 1}",
+                heartbeat_at=now,
+                updated_at=now,
+                status_at=now,
+                progress="claimed",
+                reason="",
+                log_tail="",
+            )
+            values = {k: getattr(job, k) for k in ("status", "attempts", "claim", "heartbeat_at", "updated_at")}
+            values |= {k: getattr(job, k) for k in ("status_at", "progress", "reason", "log_tail")}
+            conn.execute(sa.update(jobs_t).where(jobs_t.c.id == job.id).values(**values))
+        return job
+
+    @staticmethod
+    def _owned_update(conn: Connection, job: Job, **values: Any) -> bool:
+        """Update the job only while this attempt still owns it (RUNNING under its claim token)."""
+        result = conn.execute(
+            sa.update(jobs_t)
+            .where(jobs_t.c.id == job.id, jobs_t.c.claim == job.claim, jobs_t.c.status == RUNNING)
+            .values(**values)
+        )
+        return result.rowcount == 1
+
+    def heartbeat(self, job: Job, progress: str = "") -> bool:
+        """Refresh the claim; False if this attempt no longer owns the job (stop working on it)."""
+        now = time.time()
+        with self._write() as conn:
+            return self._owned_update(conn, job, heartbeat_at=now, updated_at=now, progress=progress)
+
+    def finish(self, job: Job, row: dict[str, Any], outputs: Collection[Path], probes: Collection[Path] = ()) -> bool:
+        """Record the results row, outputs and probes parts, mark FINISHED and queue the publication, in one
+        transaction. Parts are numbered in file-name order.
+
+        False (and nothing recorded) if the claim was lost.
+        """
+        parts = {outputs_t: _read_parts(outputs), probes_t: _read_parts(probes)}
+        text = json.dumps(row, ensure_ascii=False, default=_jsonable)
+        with self._write() as conn:
+            now = time.time()
+            if not self._owned_update(conn, job, status=FINISHED, updated_at=now, status_at=now, progress="done"):
+                return False
+            for table in (results_t, outputs_t, probes_t, publications_t):
+                conn.execute(sa.delete(table).where(table.c.job_id == job.id))
+            conn.execute(sa.insert(results_t).values(job_id=job.id, row=text, recorded_at=now))
+            for table, data in parts.items():
+                if data:
+                    conn.execute(
+                        sa.insert(table), [{"job_id": job.id, "part": i, "data": d} for i, d in enumerate(data)]
+                    )
+            conn.execute(sa.insert(publications_t).values(job_id=job.id, created_at=now, next_try_at=now, attempts=0))
+        return True
+
+    def fail(self, job: Job, reason: str, log_tail: str = "") -> bool:
+        """Mark FAILED with a reason the submitter can read; False if the claim was lost."""
+        now = time.time()
+        with self._write() as conn:
+            return self._owned_update(
+                conn, job, status=FAILED, updated_at=now, status_at=now, reason=reason, log_tail=log_tail
+            )
+
+    def requeue_stale(self, stale_after: float, max_attempts: int) -> list[Job]:
+        """Re-queue RUNNING jobs whose heartbeat is older than ``stale_after`` s; FAIL those out of attempts."""
+        now = time.time()
+        silent = (jobs_t.c.status == RUNNING, jobs_t.c.heartbeat_at < now - stale_after)
+        if not self._any(*silent):  # the usual case takes no write lock
+            return []
+        changed = []
+        with self._write() as conn:
+            rows = conn.execute(sa.select(jobs_t).where(*silent).with_for_update(skip_locked=True)).mappings().all()
+            for row in rows:
+                old = self._job(row)
+                job = _stale_verdict(old, max_attempts, now)
+                result = conn.execute(
+                    sa.update(jobs_t)
+                    .where(jobs_t.c.id == job.id, jobs_t.c.claim == old.claim, jobs_t.c.status == RUNNING)
+                    .where(jobs_t.c.heartbeat_at < now - stale_after)
+                    .values(
+                        status=job.status,
+                        claim=job.claim,
+                        reason=job.reason,
+                        progress=job.progress,
+                        updated_at=now,
+                        status_at=now,
+                    )
+                )
+                if result.rowcount == 1:
+                    changed.append(job)
+        return changed
+
+
+def _read_parts(paths: Collection[Path]) -> list[bytes]:
+    return [Path(path).read_bytes() for path in sorted(paths)]

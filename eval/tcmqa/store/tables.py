@@ -1,0 +1,133 @@
+"""The store's schema in its latest shape: every table and index the queries use.
+
+One ``MetaData`` holds them all (queue, results and parts, the publication outbox and its state,
+practitioner mode), so the schema reads in one place; :mod:`tcmqa.store.migrations` builds it, in order,
+in an existing database.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+_meta = sa.MetaData()
+_T, _F = sa.Text, sa.Double
+jobs_t = sa.Table(
+    "jobs",
+    _meta,
+    sa.Column("id", _T, primary_key=True),
+    sa.Column("model", _T, nullable=False),
+    sa.Column("revision", _T, nullable=False),
+    sa.Column("protocol", _T, nullable=False),
+    sa.Column("user", _T, nullable=False),
+    sa.Column("status", _T, nullable=False),
+    sa.Column("submitted_at", _F),
+    sa.Column("updated_at", _F),
+    sa.Column("attempts", sa.Integer),
+    sa.Column("claim", _T),
+    sa.Column("heartbeat_at", _F),
+    sa.Column("progress", _T),
+    sa.Column("reason", _T),
+    sa.Column("log_tail", _T),
+    sa.Column("meta", _T),
+    sa.Column("status_at", _F, nullable=False, server_default="0"),
+)
+results_t = sa.Table(
+    "results",
+    _meta,
+    sa.Column("job_id", _T, primary_key=True),
+    sa.Column("row", _T, nullable=False),
+    sa.Column("recorded_at", _F),
+)
+
+
+def _parts_table(name: str) -> sa.Table:
+    """A job's Parquet parts as bytes, numbered from 0 in file-name order."""
+    return sa.Table(
+        name,
+        _meta,
+        sa.Column("job_id", _T, primary_key=True),
+        sa.Column("part", sa.Integer, primary_key=True),
+        sa.Column("data", sa.LargeBinary, nullable=False),
+    )
+
+
+outputs_t = _parts_table("outputs")  # the ``outputs`` config's rows of each job
+probes_t = _parts_table("probes")  # the ``probes`` config's rows of each job (tcmqa.probes)
+publications_t = sa.Table(
+    "publications",
+    _meta,
+    sa.Column("job_id", _T, primary_key=True),
+    sa.Column("created_at", _F, nullable=False),
+    sa.Column("next_try_at", _F, nullable=False),
+    sa.Column("published_at", _F),
+    sa.Column("hub_commit", _T),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("last_error", _T),
+)
+state_t = sa.Table("state", _meta, sa.Column("key", _T, primary_key=True), sa.Column("value", _T, nullable=False))
+version_t = sa.Table("schema_version", _meta, sa.Column("version", sa.Integer, nullable=False))
+
+
+def _partial_index(name: str, table: sa.Table, columns: list[str], where: str, unique: bool = False) -> sa.Index:
+    """One partial index in both dialects (they spell the WHERE option differently)."""
+    clause = sa.text(where)
+    return sa.Index(name, *(table.c[c] for c in columns), unique=unique, sqlite_where=clause, postgresql_where=clause)
+
+
+# Every index of the latest schema (a migration creates each when its version introduces it).
+_partial_index("one_live_job", jobs_t, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
+sa.Index("by_status", jobs_t.c.status, jobs_t.c.submitted_at)
+sa.Index("by_user", jobs_t.c.user, jobs_t.c.submitted_at)
+sa.Index("by_status_at", jobs_t.c.status_at)
+_partial_index("unpublished", publications_t, ["next_try_at"], "published_at IS NULL")
+
+
+# Practitioner mode (tcmqa.leaderboard.practice): accounts, blocks of items, assignments, responses.
+practitioners_t = sa.Table(
+    "practitioners",
+    _meta,
+    sa.Column("account", _T, primary_key=True),
+    sa.Column("created_at", _F, nullable=False),
+    sa.Column("confirmed_at", _F),  # when they confirmed holding a TCM licence; NULL: not yet
+    sa.Column("licence_number", _T),  # private: never published nor exported
+    sa.Column("excluded", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("excluded_reason", _T),
+    sa.Column("excluded_at", _F),
+    sa.Column("excluded_by", _T),
+)
+practice_blocks_t = sa.Table(
+    "practice_blocks",
+    _meta,
+    sa.Column("block", sa.Integer, primary_key=True),
+    sa.Column("position", sa.Integer, primary_key=True),  # 0-based position within the block
+    sa.Column("item_id", _T, nullable=False),
+)
+practice_assignments_t = sa.Table(
+    "practice_assignments",
+    _meta,
+    sa.Column("account", _T, primary_key=True),
+    sa.Column("block", sa.Integer, primary_key=True),
+    sa.Column("slot", sa.Integer, nullable=False),  # 0.. raters-1 within the block, never reused
+    sa.Column("user_id", sa.Integer, nullable=False, unique=True),  # the platform user id (export, pseudonym)
+    sa.Column("assigned_at", _F, nullable=False),
+)
+practice_responses_t = sa.Table(
+    "practice_responses",
+    _meta,
+    sa.Column("account", _T, primary_key=True),
+    sa.Column("item_id", _T, primary_key=True),  # one response per practitioner and item
+    sa.Column("block", sa.Integer, nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("selected", _T, nullable=False),  # JSON list of letters
+    sa.Column("domains", _T, nullable=False),  # JSON list of domain keys
+    sa.Column("difficulty", sa.Integer),
+    sa.Column("flagged", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("comment", _T),
+    sa.Column("seconds", _F),
+    sa.Column("seconds_paused", _F),
+    sa.Column("recorded_at", _F, nullable=False),
+)
+sa.Index("practice_block_item", practice_blocks_t.c.block, practice_blocks_t.c.item_id, unique=True)
+sa.Index("practice_by_block", practice_assignments_t.c.block)
+sa.Index("practice_responses_by_time", practice_responses_t.c.account, practice_responses_t.c.recorded_at)
+_PRACTICE_TABLES = (practitioners_t, practice_blocks_t, practice_assignments_t, practice_responses_t)
