@@ -55,7 +55,7 @@ def answer_all(practice: Practice, account: str, right: bool = True) -> list[str
 
 def test_practitioner_migration_adds_tables(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path)
-    assert store.schema_version() == len(MIGRATIONS) == 3
+    assert store.schema_version() == len(MIGRATIONS) >= 3  # the practitioner tables came with migration 3
     assert store.practitioners() == [] and store.practice_responses() == []
 
 
