@@ -184,11 +184,18 @@ def test_runs_on_other_data_are_named_and_left_out(demo_tree, tmp_path):
         assert "always-C" not in (tmp_path / "report" / "figures" / f"{name}.json").read_text(encoding="utf-8")
 
 
-def test_only_runs_on_other_data_is_an_error_naming_them(demo_tree, tmp_path):
+def test_only_runs_on_other_data_is_an_error_naming_them(tmp_path):
+    """No run on this data and no practitioner data to report instead (a corpus-only tree): an error naming
+    the runs left out. With practitioner data the study's own report is written (tests/test_study_report.py)."""
+    from sources import DEMO_ITEMS
+
+    from tcmqa.build import build
+
+    build([str(DEMO_ITEMS)], tmp_path / "tree")
     sim = simulate(tmp_path / "sim", SimulationConfig(n_items=300, n_raters=6, n_responses=450, seed=5), MODELS)
     _constant_run(sim / "data", tmp_path / "runs" / "elsewhere", "C")
     with pytest.warns(UserWarning, match="always-C"), pytest.raises(SystemExit, match=r"no run .*always-C"):
-        _run_cli(demo_tree, [tmp_path / "runs"], tmp_path / "report")
+        _run_cli(tmp_path / "tree", [tmp_path / "runs"], tmp_path / "report")
 
 
 def test_two_runs_of_one_model_are_told_apart_in_every_table(demo_tree, tmp_path):

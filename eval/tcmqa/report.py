@@ -2,11 +2,16 @@
 
 Usage::
 
-    tcmqa report --data DIR_OR_HUB_ID --outputs RUN_OR_RUNS_DIR [--outputs ...] --out REPORT_DIR
+    tcmqa report --data DIR_OR_HUB_ID [--outputs RUN_OR_RUNS_DIR ...] --out REPORT_DIR
 
 ``--data`` is a tree written by ``tcmqa build`` (or ``tcmqa simulate``'s ``data/``) or a Hub id;
 each ``--outputs`` is a run folder written by ``tcmqa eval`` (``outputs/part-*.parquet`` and
-``results.json``) or a folder of such runs. Writes::
+``results.json``) or a folder of such runs. Without ``--outputs`` (or when every run was computed on
+other data) it writes the study's own report, the practitioners' side: Tables 1, 2, 3 and 6, the
+majority vote on the subset, and Figures 5 and 7 with the practitioner series alone
+(:data:`HUMAN_SIDE_FIGURES`); report.md names, under "Model tables and figures left out", every model
+table and figure it did not compute and why. Its human-side numbers are those of a report made with
+runs on the same data. Writes::
 
     REPORT_DIR/report.md            every table (Markdown) with the figures inlined
     REPORT_DIR/tables/<name>.csv    each table's numbers, unrounded
@@ -57,6 +62,7 @@ figures (``tcmqa.figures.FIGURES[name].make(study)`` for the data, ``.draw(data)
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -70,13 +76,14 @@ import pyarrow.parquet as pq
 
 from tcmqa import tables
 from tcmqa.data import load_config
-from tcmqa.figures import FIGURES
+from tcmqa.figures import FIGURES, PaperFigure
 from tcmqa.outputs import RESULTS_FILE
 from tcmqa.simulate import SIMULATED
 from tcmqa.study import Study, load_study, run_dirs
 
 RUNS_ON_OTHER_DATA = "Runs left out: computed on other data"
 PRACTITIONER_TABLES_SKIPPED = "Practitioner tables skipped"
+MODEL_TABLES_SKIPPED = "Model tables and figures left out"
 
 
 def is_simulated(data: str | Path, outputs: Sequence[str | Path] = ()) -> bool:
@@ -116,27 +123,52 @@ def markdown_table(frame: pd.DataFrame, digits: int = 2) -> str:
     return "\n".join(lines)
 
 
-# A section: (file name, short name for the skipped list, what it needs, make -> (heading, table), digits)
-SectionSpec = tuple[str, str, str, Callable[[], tuple[str, pd.DataFrame]], int]
-RESPONSES_NEEDED, SUBSET_NEEDED = "responses", "subset"
+# What a table or figure needs besides the corpus: practitioner responses, the subset, model runs.
+RESPONSES_NEEDED, SUBSET_NEEDED, MODELS_NEEDED = "responses", "subset", "models"
+# A section: (file name, short name for the skipped lists, what it needs, make -> (heading, table), digits)
+SectionSpec = tuple[str, str, frozenset[str], Callable[[], tuple[str, pd.DataFrame]], int]
+# Figures drawn against the practitioners that still stand with no model: their practitioner series
+# (the majority vote by domain, by rated difficulty) is the human side. Figure 6 is not one: with no
+# model its practitioner line is 0-100% by construction and its right panel empty (the consensus
+# distribution it rests on is Table 6).
+HUMAN_SIDE_FIGURES = frozenset({"fig5_domains", "fig7_difficulty"})
 
 
-def _sections(study: Study, n_boot: int) -> tuple[list[tuple[str, str, pd.DataFrame, int]], list[str]]:
-    """(name, heading and note, table, digits) for every table the data allows, and the short names of
-    the practitioner tables skipped because the data has no practitioner responses or subset."""
-    kappa, pairs = tables.kappa_with_practitioners(study)
-    off_diagonal = pairs[~np.eye(len(pairs), dtype=bool)]
-    off_diagonal = off_diagonal[np.isfinite(off_diagonal)]
-    pair_range = (
-        f"min {off_diagonal.min():.3f}, median {np.median(off_diagonal):.3f}, max {off_diagonal.max():.3f}"
-        if off_diagonal.size
-        else "n/a with fewer than two models"
-    )
+def figure_needs(name: str) -> frozenset[str]:
+    """What figure ``name`` needs: the subset for the practitioners' figures, model runs for every figure
+    but those whose practitioner series stands alone (:data:`HUMAN_SIDE_FIGURES`)."""
+    figure = FIGURES[name]
+    needs = {SUBSET_NEEDED} if figure.practitioners else set()
+    if name not in HUMAN_SIDE_FIGURES:
+        needs.add(MODELS_NEEDED)
+    return frozenset(needs)
+
+
+def available(study: Study) -> dict[str, bool]:
+    """Which of the needs the study meets."""
+    return {RESPONSES_NEEDED: study.has_responses, SUBSET_NEEDED: study.has_subset, MODELS_NEEDED: study.has_models}
+
+
+def _sections(study: Study, n_boot: int) -> tuple[list[tuple[str, str, pd.DataFrame, int]], list[tuple[str, str]]]:
+    """(name, heading and note, table, digits) for every table the data allows, and (short name, what is
+    missing) for each table skipped: no practitioner responses or subset, or no model run on this data."""
     subset_columns = ["subset", "delta_human", "subset_lo", "subset_hi", "delta_lo", "delta_hi"]
 
     def model_only(frame: pd.DataFrame) -> pd.DataFrame:
         """Without a practitioner subset the Subset and Δ human columns hold nothing: leave them out."""
         return frame if study.has_subset else frame.drop(columns=[c for c in subset_columns if c in frame])
+
+    @functools.cache
+    def kappas() -> tuple[pd.DataFrame, np.ndarray]:
+        return tables.kappa_with_practitioners(study)
+
+    def pair_range() -> str:
+        pairs = kappas()[1]
+        off_diagonal = pairs[~np.eye(len(pairs), dtype=bool)]
+        off_diagonal = off_diagonal[np.isfinite(off_diagonal)]
+        if not off_diagonal.size:
+            return "n/a with fewer than two models"
+        return f"min {off_diagonal.min():.3f}, median {np.median(off_diagonal):.3f}, max {off_diagonal.max():.3f}"
 
     def leaderboard() -> tuple[str, pd.DataFrame]:
         if not study.has_subset:
@@ -151,17 +183,21 @@ def _sections(study: Study, n_boot: int) -> tuple[list[tuple[str, str, pd.DataFr
 
     def agreement() -> tuple[str, pd.DataFrame]:
         result, fleiss = tables.practitioner_agreement(study)
+        n = len(result.table) - 1  # the raters per item: correct counts run 0..n
         return (
-            f"Table 6. Practitioner agreement against Binomial(3, {result.p:.4f}): χ² = {result.chi2:.1f} "
+            f"Table 6. Practitioner agreement against Binomial({n}, {result.p:.4f}): χ² = {result.chi2:.1f} "
             f"({result.df} df, p = {result.p_value:.3g}), Fleiss' κ = {fleiss:.3f}",
             result.table,
         )
+
+    def needs(*names: str) -> frozenset[str]:
+        return frozenset(names)
 
     specs: list[SectionSpec] = [
         (
             "table1_domains",
             "Table 1 (domain portfolio of the subset)",
-            SUBSET_NEEDED,
+            needs(SUBSET_NEEDED),
             lambda: (
                 "Table 1. Domain portfolio of the subset (items any rater assigned the domain)",
                 tables.domain_portfolio(study),
@@ -171,49 +207,49 @@ def _sections(study: Study, n_boot: int) -> tuple[list[tuple[str, str, pd.DataFr
         (
             "table2_corpus",
             "Table 2",
-            "",
+            needs(),
             lambda: ("Table 2. Corpus composition", tables.corpus_composition(study)),
             1,
         ),
         (
             "table3_difficulty",
             "Table 3 (practitioner accuracy by difficulty rating)",
-            RESPONSES_NEEDED,
+            needs(RESPONSES_NEEDED),
             lambda: (
                 "Table 3. Practitioner accuracy, share and median time by difficulty rating",
                 tables.practitioner_difficulty(study),
             ),
             1,
         ),
-        ("table4_leaderboard", "Table 4", "", leaderboard, 2),
+        ("table4_leaderboard", "Table 4 (leaderboard)", needs(MODELS_NEEDED), leaderboard, 2),
         (
             "table5_multi_answer",
-            "Table 5",
-            "",
+            "Table 5 (multi-answer decomposition)",
+            needs(MODELS_NEEDED),
             lambda: (
                 f"Table 5. Multi-answer decomposition ({int(study.multi.sum())} items)",
                 tables.multi_answer(study),
             ),
             2,
         ),
-        ("table6_agreement", "Table 6 (practitioner agreement)", SUBSET_NEEDED, agreement, 2),
+        ("table6_agreement", "Table 6 (practitioner agreement)", needs(SUBSET_NEEDED), agreement, 2),
         (
             "agreement_kappa",
             "Cohen's κ of each model with the practitioner majority",
-            SUBSET_NEEDED,
+            needs(SUBSET_NEEDED, MODELS_NEEDED),
             lambda: (
-                f"Cohen's κ of each model with the practitioner majority (between model pairs: {pair_range})",
-                kappa,
+                f"Cohen's κ of each model with the practitioner majority (between model pairs: {pair_range()})",
+                kappas()[0],
             ),
             3,
         ),
         (
             "agreement_kappa_pairs",
             "Cohen's κ between model pairs",
-            "",
+            needs(MODELS_NEEDED),
             lambda: (
                 "Cohen's κ between model pairs (items every model answered)",
-                pd.DataFrame(pairs, columns=study.model_names)
+                pd.DataFrame(kappas()[1], columns=study.model_names)
                 .assign(model=study.model_names)
                 .set_index("model")
                 .reset_index(),
@@ -223,7 +259,7 @@ def _sections(study: Study, n_boot: int) -> tuple[list[tuple[str, str, pd.DataFr
         (
             "intervals",
             "Bootstrap 95% intervals",
-            "",
+            needs(MODELS_NEEDED),
             lambda: (
                 f"Bootstrap 95% intervals ({n_boot} resamples of items"
                 + ("; Δ human paired)" if study.has_subset else ")"),
@@ -234,7 +270,7 @@ def _sections(study: Study, n_boot: int) -> tuple[list[tuple[str, str, pd.DataFr
         (
             "neighbour_tests",
             "McNemar's tests between neighbours",
-            "",
+            needs(MODELS_NEEDED),
             lambda: (
                 "Neighbours on the board (by Full): McNemar's exact test on per-item correctness",
                 tables.neighbour_tests(study),
@@ -242,11 +278,12 @@ def _sections(study: Study, n_boot: int) -> tuple[list[tuple[str, str, pd.DataFr
             4,
         ),
     ]
-    available = {"": True, RESPONSES_NEEDED: study.has_responses, SUBSET_NEEDED: study.has_subset}
+    there = available(study)
     sections, skipped = [], []
-    for name, short, needs, make, digits in specs:
-        if not available[needs]:
-            skipped.append(short)
+    for name, short, needed, make, digits in specs:
+        missing = [k for k in (RESPONSES_NEEDED, SUBSET_NEEDED, MODELS_NEEDED) if k in needed and not there[k]]
+        if missing:
+            skipped.append((short, missing[0]))
             continue
         heading, frame = make()
         sections.append((name, heading, frame, digits))
@@ -261,11 +298,17 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated
 
     Runs the study left out as computed on other data (``study.excluded``) are listed under their own
     heading (and in ``tables/runs_on_other_data.csv``), in no table. Over data without practitioner
-    responses or subset, the practitioner tables and figures are skipped and named under a heading.
+    responses or subset, the practitioner tables and figures are skipped and named under a heading;
+    without a model run on this data (none given, or all on other data) the study's own report is
+    written, the human side, and the model tables and figures are named under
+    :data:`MODEL_TABLES_SKIPPED`. Raises ValueError when there is neither a run nor practitioner data.
     """
-    if not len(study.models):
+    if not study.has_models and not (study.has_responses or study.has_subset):
         left_out = "; ".join(f"{e.model} ({e.run}): {e.reason}" for e in study.excluded.itertuples())
-        raise ValueError(f"no run was computed on this data; left out: {left_out or 'none given'}")
+        raise ValueError(
+            "no run was computed on this data and the data holds no practitioner responses: nothing to report"
+            f"; runs left out: {left_out or 'none given'}"
+        )
     out = Path(out)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
@@ -286,6 +329,13 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated
         + (f" ({len(study.excluded)} more left out: computed on other data)." if len(study.excluded) else "."),
         "",
     ]
+    if study.has_subset:
+        n_scored = int((study.subset_rows >= 0).sum())
+        md += [
+            f"Practitioner majority vote on the {n_scored:,} scored subset items: "
+            f"{tables.human_reference(study):.2f}% (the human reference).",
+            "",
+        ]
     if len(study.excluded):
         study.excluded.to_csv(out / "tables" / "runs_on_other_data.csv", index=False)
         md += [
@@ -298,17 +348,40 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated
             "",
         ]
     sections, skipped = _sections(study, n_boot)
-    figures = {name: f for name, f in FIGURES.items() if study.has_subset or not f.practitioners}
-    skipped += [f"Figure {f.number} ({f.title})" for name, f in FIGURES.items() if name not in figures]
-    if skipped:
-        missing = [c for c, there in (("responses", study.has_responses), ("subset", study.has_subset)) if not there]
+    there = available(study)
+    figures: dict[str, PaperFigure] = {}
+    for name, figure in FIGURES.items():
+        missing = [k for k in (SUBSET_NEEDED, MODELS_NEEDED) if k in figure_needs(name) and not there[k]]
+        if missing:
+            skipped.append((f"Figure {figure.number} ({figure.title})", missing[0]))
+        else:
+            figures[name] = figure
+    practitioner_skipped = [short for short, why in skipped if why != MODELS_NEEDED]
+    model_skipped = [short for short, why in skipped if why == MODELS_NEEDED]
+    if practitioner_skipped:
+        missing = [c for c, there_ in (("responses", study.has_responses), ("subset", study.has_subset)) if not there_]
         md += [
             f"## {PRACTITIONER_TABLES_SKIPPED}",
             "",
             f"The data holds no practitioner data (no {' or '.join(f'`{c}`' for c in missing)} config), "
             "so these were not computed:",
             "",
-            *[f"- {name}" for name in skipped],
+            *[f"- {name}" for name in practitioner_skipped],
+            "",
+        ]
+    if model_skipped:
+        why = (
+            f"every run given was computed on other data ({len(study.excluded)} left out, listed above)"
+            if len(study.excluded)
+            else "no model run was given (`--outputs`)"
+        )
+        md += [
+            f"## {MODEL_TABLES_SKIPPED}",
+            "",
+            f"This is the study's own report, the practitioners' side: {why}, so these model tables and "
+            "figures were not computed. Figures 5 and 7 show the practitioner series alone.",
+            "",
+            *[f"- {name}" for name in model_skipped],
             "",
         ]
     for name, heading, frame, digits in sections:
@@ -332,9 +405,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--outputs",
         action="extend",
         nargs="+",
-        required=True,
+        default=[],
         metavar="DIR",
-        help="a run folder from `tcmqa eval`, or a folder of runs (repeatable)",
+        help="a run folder from `tcmqa eval`, or a folder of runs (repeatable; none: the practitioners' side alone)",
     )
     parser.add_argument("--out", required=True, metavar="REPORT_DIR")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the intervals")
@@ -349,6 +422,7 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise SystemExit(f"tcmqa report: {err}") from err
     left_out = f"; left out {len(study.excluded)} runs on other data" if len(study.excluded) else ""
+    left_out += "" if study.has_models else "; the practitioners' side only"
     print(
         f"wrote {path}{f' over {SIMULATED} data' if simulated else ''} "
         f"({len(study.models)} models, {study.covered.sum():,} output rows{left_out}) "

@@ -13,7 +13,9 @@ scored item here. Two runs of one model (two engines, say) are told apart by nam
 
 A tree without practitioner data (corpus only: no ``responses`` or ``subset`` config) loads with
 empty ``responses`` and ``subset`` frames; :attr:`Study.has_responses` and :attr:`Study.has_subset`
-say what is there.
+say what is there. A study without runs (``outputs`` empty, or every run computed on other data)
+loads with no model columns (item × 0 matrices): the practitioners' side alone, :attr:`Study.has_models`
+false.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +70,11 @@ class Study:
     @property
     def model_names(self) -> list[str]:
         return self.models["model"].tolist()
+
+    @property
+    def has_models(self) -> bool:
+        """At least one run computed on this data (the matrices have a column)."""
+        return len(self.models) > 0
 
     @property
     def has_responses(self) -> bool:
@@ -148,8 +156,12 @@ def unique_names(models: pd.DataFrame) -> list[str]:
     return unique
 
 
-def load_study(data: str | Path, outputs: list[str | Path]) -> Study:
-    """Read the ``corpus``, ``responses`` and ``subset`` configs of ``data`` and the runs in ``outputs``."""
+def load_study(data: str | Path, outputs: Sequence[str | Path] = ()) -> Study:
+    """Read the ``corpus``, ``responses`` and ``subset`` configs of ``data`` and the runs in ``outputs``.
+
+    With no ``outputs`` the study has no model columns: the practitioners' side alone (a path given
+    that holds no run folder is still an error).
+    """
     corpus_table = _read_config(data, "corpus", _CORPUS_COLUMNS)
     options = corpus_table["options"].combine_chunks()
     five = np.ones(len(corpus_table), dtype=bool)
@@ -166,7 +178,7 @@ def load_study(data: str | Path, outputs: list[str | Path]) -> Study:
     scored = corpus[~corpus["flagged"]]
     item_ids = scored["id"].to_numpy()
     index = pd.Index(item_ids)
-    runs = run_dirs(outputs)
+    runs = run_dirs(list(outputs)) if outputs else []
     n, m = len(item_ids), len(runs)
     covered = np.zeros((n, m), dtype=bool)
     correct, lp_correct = np.zeros((n, m), dtype=bool), np.zeros((n, m), dtype=bool)
