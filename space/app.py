@@ -9,6 +9,7 @@ worker itself, accepts local model folders and needs no sign-in::
 
 from __future__ import annotations
 
+import json
 import shlex
 import tempfile
 import threading
@@ -24,6 +25,7 @@ from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard import queue
 from tcmqa.leaderboard.about import probes_markdown
 from tcmqa.leaderboard.explorer import Explorer
+from tcmqa.leaderboard.practice.text import review_markdown
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
 from tcmqa.schema import CITATION, HOMEPAGE
@@ -234,7 +236,7 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             gr.on([demo.load, timer.tick], show_queue, None, queue_table, api_name="queue", show_progress="hidden")
         if settings.practice:
             with gr.Tab("Practitioners"):
-                practitioners_tab(settings, practice)
+                practitioners_tab(settings, practice, demo)
         with gr.Tab("About"):
             gr.Markdown(
                 ABOUT.format(
@@ -250,137 +252,316 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
 
 PRACTICE_HINT = (
     "Licensed TCM practitioners answer the same items as the models, under the paper's protocol: a fixed "
-    "private block of items, one item per screen, the answer, up to three domains, a difficulty from 1 to 5, "
+    "private block of items, one item per screen, the answer, one to three domains, a difficulty from 1 to 5, "
     "and a flag for a defective item. Your answers are stored at once; come back any time to resume. The "
     "reference answers are shown only once your block is complete."
 )
+KEYS_HINT = "Keys: **A–E** choose an answer · **1–5** the difficulty · **Enter** submits."
 DOMAIN_CHOICES = [(f"{zh} ({key})", key) for key, zh in practice_lib.DOMAINS.items()]
+PAUSE_LABEL, RESUME_LABEL = "暫停一下 Pause", "繼續 Resume (paused)"
+PAUSED_TEXT = "**Paused.** The item is hidden and this time is recorded as paused: press **繼續 Resume** to go on."
+HEARTBEAT_S = 10  # the open item's page says it is still there this often
+AWAY_S = 30.0  # no word from the page for this long: it was closed or reloaded, and that time counts as paused
+# A-E pick an answer, 1-5 a difficulty, Enter submits; never while typing in a text field, never with no item shown
+KEYS_JS = """
+() => {
+  if (window.__tcmqaKeys) return;
+  window.__tcmqaKeys = true;
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+    const t = e.target;
+    const typing = t && (t.tagName === "TEXTAREA" || t.isContentEditable ||
+      (t.tagName === "INPUT" && !["radio", "checkbox"].includes(t.type)));
+    if (typing || !document.querySelector("#practice-work")) return;
+    const key = e.key.length === 1 ? e.key.toUpperCase() : e.key;
+    let target = null;
+    if ("ABCDE".includes(key) && key.length === 1) {
+      target = document.querySelector(`#practice-single input[value="${key}"]`) ||
+        document.querySelector(`#practice-multi input[name="${key}"]`);
+    } else if ("12345".includes(key) && key.length === 1) {
+      target = document.querySelector(`#practice-difficulty input[value="${key}"]`);
+    } else if (key === "Enter" && !(t && t.tagName === "BUTTON")) {
+      target = document.querySelector("#practice-submit:not([disabled])");
+    }
+    if (target) {
+      e.preventDefault();
+      target.click();
+    }
+  });
+}
+"""
 
 
-def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader) -> None:
-    """The Practitioners tab: sign in, confirm a licence, answer one item per screen, see the block's report."""
+def _missing(answer: list[str], difficulty: Any, domains: list[str]) -> list[str]:
+    """What the practitioner has still to give before this item can be recorded (the flag and comment are optional)."""
+    missing = []
+    if not answer:
+        missing.append("your **answer** (A–E)")
+    if not difficulty:
+        missing.append("a **difficulty** from 1 to 5")
+    if not domains:
+        missing.append("at least one **domain**")
+    return missing
+
+
+def _block_review(p: practice_lib.Practice, who: str, report: dict[str, Any]) -> str:
+    """The finished block item by item (called only once ``report`` succeeded: the block is complete)."""
+    block = report["block"]
+    mine = {r["item_id"]: r for r in p.store.practice_responses(account=who, block=block)}
+    order = p.store.practice_block_items(block)
+    models: dict[str, dict[str, list[str]]] = {i: {} for i in order}
+    for path in p.store.outputs_files():
+        frame = pd.read_parquet(path, columns=["model", "item_id", "prediction"])
+        for model, item_id, prediction in frame[frame["item_id"].isin(set(order))].itertuples(index=False):
+            models[item_id][model] = list(prediction) if prediction is not None else []
+    rows = []
+    for position, item_id in enumerate(order, 1):
+        item = p.items[item_id]
+        rows.append(
+            {
+                "position": position,
+                "question": item["question"],
+                "options": item["options"],
+                "selected": json.loads(mine[item_id]["selected"]) if item_id in mine else [],
+                "answer": list(item["answer"]),
+                "explanation": item.get("explanation"),
+                "models": models[item_id],
+            }
+        )
+    return review_markdown(rows)
+
+
+def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader, demo: gr.Blocks) -> None:
+    """The Practitioners tab: sign in, confirm a licence, answer one item per screen (keys A–E, 1–5, Enter),
+    pause, review the finished block; admins get the study lead's console.
+
+    The clock of the item on screen is kept here, per account, so seconds and seconds paused stay right
+    across pause, submit, reload and resume: while the page is open it says so every ``HEARTBEAT_S``;
+    a gap longer than ``AWAY_S`` (the page was closed or reloaded) counts as paused, as does a pause.
+    """
     refusals = (practice_lib.NotAllowed, practice_lib.DailyCapReached, ValueError)
+    clocks: dict[str, dict[str, Any]] = {}
+    clocks_lock = threading.Lock()
 
-    def account(name: str, profile: gr.OAuthProfile | None) -> str | None:
+    def account(name: str | None, profile: gr.OAuthProfile | None) -> str | None:
         if settings.hosted:  # the signed-in Hugging Face account, never a name the browser sends
             return profile.username if profile is not None else None
         return (name or "").strip() or None
 
-    def screen(who: str, note: str = "") -> list[Any]:
-        """[note, header, question, single, multi, item id, domains, difficulty, flag, comment, timing, report]."""
+    def is_admin(who: str | None) -> bool:
+        return bool(who) and who in settings.practice_admins
+
+    def clock(who: str, item_id: str, now: float, start: bool = True) -> dict[str, Any] | None:
+        """The account's clock on ``item_id`` brought up to ``now`` (a copy); a new one if ``start``."""
+        with clocks_lock:
+            c = clocks.get(who)
+            if c is None or c["item_id"] != item_id:
+                if not start:
+                    return None
+                c = clocks[who] = {"item_id": item_id, "shown_at": now, "paused": 0.0, "paused_since": None}
+            elif c["paused_since"] is None and now - c["seen_at"] > AWAY_S:
+                c["paused"] += now - c["seen_at"]  # the page was gone: not working time
+            c["seen_at"] = now
+            return dict(c)
+
+    def paused_view(paused: bool) -> dict[Any, Any]:
+        """The item's controls as the clock stands: the button always says the true state."""
+        return {
+            work: gr.update(visible=not paused),
+            paused_note: gr.update(visible=paused),
+            pause_button: gr.update(value=RESUME_LABEL if paused else PAUSE_LABEL),
+            submit_button: gr.update(interactive=not paused),
+        }
+
+    def console_view(who: str | None) -> dict[Any, Any]:
+        return {console: gr.update(visible=is_admin(who))}
+
+    def screen(who: str, note_text: str = "") -> dict[Any, Any]:
+        """The account's next unanswered item, or, with the block complete, its report and review."""
         p = practice.get()
         view = p.current(who)
+        out: dict[Any, Any] = {note: note_text, error: "", next_info: next_block_note(p, who), **console_view(who)}
         if view is None:
             assigned = p.assignment(who)
-            report = (
-                practice_lib.report_markdown(p.report(who)) if assigned else "No items are left to assign: thank you."
-            )
-            hidden = gr.update(visible=False, value=None)
-            return [note, "", "", hidden, gr.update(visible=False, value=[]), "", [], None, False, "", {}, report]
+            if assigned:
+                report_ = p.report(who)
+                text = practice_lib.report_markdown(report_) + "\n\n" + _block_review(p, who, report_)
+            else:
+                text = "No items are left to assign: thank you."
+            return {
+                **out,
+                item_box: gr.update(visible=False),
+                item_id: "",
+                single: gr.update(value=None),
+                multi: gr.update(value=[]),
+                review_box: gr.update(visible=True),
+                report: text,
+                next_button: gr.update(visible=bool(assigned)),
+            }
         letters = [(f"{k}. {v}", k) for k, v in view.options.items()]
-        multi = view.answer_type == "multi"
-        timing = {"item_id": view.item_id, "shown_at": time.time(), "paused": 0.0, "paused_since": None}
-        return [
-            note,
-            f"**{view.header()}** · {view.answered} answered",
-            practice_lib.item_markdown(view),
-            gr.update(choices=letters, value=None, visible=not multi),
-            gr.update(choices=letters, value=[], visible=multi),
-            view.item_id,
-            [],
-            None,
-            False,
-            "",
-            timing,
-            "",
-        ]
+        is_multi = view.answer_type == "multi"
+        c = clock(who, view.item_id, time.time())
+        assert c is not None
+        return {
+            **out,
+            **paused_view(c["paused_since"] is not None),
+            item_box: gr.update(visible=True),
+            review_box: gr.update(visible=False),
+            report: "",
+            header: f"**{view.header()}** · {view.answered} answered",
+            question: practice_lib.item_markdown(view),
+            single: gr.update(choices=letters, value=None, visible=not is_multi),
+            multi: gr.update(choices=letters, value=[], visible=is_multi),
+            item_id: view.item_id,
+            domains: [],
+            difficulty: None,
+            flagged: False,
+            comment: "",
+        }
 
-    def unchanged(note: str) -> list[Any]:
-        return [note, *[gr.update() for _ in range(9)], gr.update(), gr.update()]
+    def next_block_note(p: practice_lib.Practice, who: str) -> str:
+        completes = getattr(p, "next_block_completes", None)  # Engineer P's number (top-up first)
+        if completes is None:
+            return ""
+        n = completes(who)
+        if not n:
+            return ""
+        items = f"{n} subset item" + ("s" if n != 1 else "")
+        return f"Your next block would complete **{items}** (items the study left short of raters)."
 
-    def start(name: str, licence: bool, number: str, profile: gr.OAuthProfile | None) -> list[Any]:
+    def refused(text: str, who: str | None = None) -> dict[Any, Any]:
+        return {note: text, **console_view(who)}
+
+    def start(name: str, licence: bool, number: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
         who = account(name, profile)
         if who is None:
-            return unchanged("❌ Sign in first." if settings.hosted else "❌ Enter your name first.")
+            return refused("❌ Sign in first." if settings.hosted else "❌ Enter your name first.")
         try:
             p = practice.get()
             if licence:
                 p.confirm(who, True, number)
             elif not p.status(who)["confirmed"]:
-                return unchanged("❌ Confirm that you hold a TCM licence to answer.")
-            return screen(who, f"Signed in as **{who}**.")
+                hint = " The study lead's console is below." if is_admin(who) else ""
+                return {**refused("❌ Confirm that you hold a TCM licence to answer." + hint, who), saved: who}
+            return {**screen(who, f"Signed in as **{who}**."), saved: who}
         except refusals as err:
-            return unchanged(f"❌ {err}")
+            return refused(f"❌ {err}", who)
+
+    def resume(saved_name: str | None, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
+        """On page load: the signed-in (hosted) or remembered (local) account's block, where it was left."""
+        who = account(saved_name, profile)
+        if who is None:
+            return {}
+        out: dict[Any, Any] = {} if settings.hosted else {name: who}
+        try:
+            if not practice.get().status(who)["confirmed"]:
+                return {**out, **console_view(who)}
+            return {**out, **screen(who, f"Welcome back, **{who}**: your block resumes where you left it.")}
+        except refusals as err:
+            return {**out, **refused(f"❌ {err}", who)}
 
     def submit(
         name: str,
-        item_id: str,
-        single: str | None,
-        multi: list[str] | None,
-        domains: list[str] | None,
-        difficulty: int | None,
-        flagged: bool,
-        comment: str,
-        timing: dict | None,
+        item: str,
+        one: str | None,
+        many: list[str] | None,
+        chosen_domains: list[str] | None,
+        level: int | None,
+        flag: bool,
+        remark: str,
         profile: gr.OAuthProfile | None,
-    ) -> list[Any]:
+    ) -> dict[Any, Any]:
         who = account(name, profile)
         if who is None:
-            return unchanged("❌ Sign in first.")
-        if not item_id:
-            return unchanged("❌ Start or resume first.")
-        now, timing = time.time(), timing or {}
+            return refused("❌ Sign in first.")
+        if not item:
+            return refused("❌ Start or resume first.", who)
+        answer = [one] if one else list(many or [])
+        missing = _missing(answer, level, list(chosen_domains or []))
+        if missing:
+            return {error: "⚠️ Still needed before this item can be recorded: " + "; ".join(missing) + "."}
+        now = time.time()
+        c = clock(who, item, now, start=False)
         seconds = paused = None
-        if timing.get("item_id") == item_id:
-            paused = timing["paused"] + (now - timing["paused_since"] if timing.get("paused_since") else 0.0)
-            seconds = now - timing["shown_at"] - paused
+        if c is not None:
+            paused = c["paused"] + (now - c["paused_since"] if c["paused_since"] is not None else 0.0)
+            seconds = now - c["shown_at"] - paused
         try:
             recorded, _ = practice.get().submit(
                 who,
-                item_id,
-                [single] if single else (multi or []),
-                domains or [],
-                int(difficulty) if difficulty else None,
-                bool(flagged),
-                comment or "",
+                item,
+                answer,
+                list(chosen_domains or []),
+                int(level) if level else None,
+                bool(flag),
+                remark or "",
                 seconds,
                 paused,
             )
+        except ValueError as err:  # a field the server refused: said next to the controls, the item stays
+            return {error: f"⚠️ {err}"}
+        except (practice_lib.NotAllowed, practice_lib.DailyCapReached) as err:
+            return refused(f"❌ {err}", who)
+        with clocks_lock:
+            if clocks.get(who, {}).get("item_id") == item:
+                del clocks[who]
+        try:
             return screen(who, "✅ Recorded." if recorded else "This item was already recorded.")
         except refusals as err:
-            return unchanged(f"❌ {err}")
+            return refused(f"❌ {err}", who)
 
-    def pause(timing: dict | None) -> tuple[dict, Any]:
-        timing, now = dict(timing or {}), time.time()
-        if not timing:
-            return timing, gr.update()
-        if timing.get("paused_since"):
-            timing["paused"] += now - timing["paused_since"]
-            timing["paused_since"] = None
-            return timing, gr.update(value="暫停一下 Pause")
-        timing["paused_since"] = now
-        return timing, gr.update(value="繼續 Resume (paused)")
+    def pause(name: str, item: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
+        """Pause or resume the item's clock; the controls show the state the server holds."""
+        who = account(name, profile)
+        if who is None or not item:
+            return {}
+        now = time.time()
+        with clocks_lock:
+            c = clocks.get(who)
+            if c is None or c["item_id"] != item:
+                c = clocks[who] = {"item_id": item, "shown_at": now, "paused": 0.0, "paused_since": None}
+            elif c["paused_since"] is not None:
+                c["paused"] += now - c["paused_since"]
+                c["paused_since"] = None
+            else:
+                c["paused_since"] = now
+            c["seen_at"] = now
+            paused = c["paused_since"] is not None
+        return paused_view(paused)
 
-    def next_block(name: str, profile: gr.OAuthProfile | None) -> list[Any]:
+    def heartbeat(name: str, item: str, profile: gr.OAuthProfile | None) -> None:
+        who = account(name, profile)
+        if who and item:
+            clock(who, item, time.time(), start=False)
+
+    def next_block(name: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
         who = account(name, profile)
         try:
             practice.get().assignment(who, next_block=True)
-            return screen(who)
+            return screen(who) if who else refused("❌ Sign in first.")
         except refusals as err:
-            return unchanged(f"❌ {err}")
+            return refused(f"❌ {err}", who)
 
+    # the study lead's console (admins): every function checks the account itself
     def progress(name: str, profile: gr.OAuthProfile | None) -> tuple[str, pd.DataFrame]:
         try:
             return "", practice.get().progress(account(name, profile))
         except refusals as err:
             return f"❌ {err}", pd.DataFrame()
 
-    def exclude(name: str, who: str, reason: str, profile: gr.OAuthProfile | None) -> str:
+    def exclude(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> str:
+        return set_excluded(name, who, why, profile, True)
+
+    def include(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> str:
+        return set_excluded(name, who, why, profile, False)
+
+    def set_excluded(name: str, who: str, why: str, profile: gr.OAuthProfile | None, excluded: bool) -> str:
+        who = (who or "").strip()
         try:
-            practice.get().exclude(account(name, profile), (who or "").strip(), reason)
-            return f"Excluded **{who}**: {reason}"
+            practice.get().exclude(account(name, profile), who, why, excluded)
         except refusals as err:
             return f"❌ {err}"
+        return f"{'Excluded' if excluded else 'Re-included'} **{who}**: {why.strip()}"
 
     def export(name: str, profile: gr.OAuthProfile | None) -> tuple[str, str | None]:
         try:
@@ -391,6 +572,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader)
             return f"❌ {err}", None
 
     gr.Markdown(PRACTICE_HINT)
+    saved = gr.BrowserState(None, storage_key="tcmqa-practitioner")  # local mode: the name, to resume on reload
     if settings.hosted:
         gr.LoginButton()
         name = gr.Textbox(visible=False)
@@ -403,24 +585,48 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader)
         )
     start_button = gr.Button("Start / resume my block", variant="primary", elem_id="practice-start")
     note = gr.Markdown(elem_id="practice-note")
-    header = gr.Markdown(elem_id="practice-header")
-    question = gr.Markdown(elem_id="practice-question")
-    single = gr.Radio([], label="Answer (one letter)", visible=False, elem_id="practice-single")
-    multi = gr.CheckboxGroup([], label="Answer (two or more letters)", visible=False, elem_id="practice-multi")
+    next_info = gr.Markdown(elem_id="practice-next-info")
     item_id = gr.Textbox(visible=False, elem_id="practice-item")
-    domains = gr.CheckboxGroup(DOMAIN_CHOICES, label="Domains (up to three)", elem_id="practice-domains")
-    difficulty = gr.Radio(
-        [1, 2, 3, 4, 5], label="Difficulty for you (1 easiest, 5 hardest)", elem_id="practice-difficulty"
-    )
-    with gr.Row():
-        flagged = gr.Checkbox(label="問題報錯 Flag this item as incorrect", elem_id="practice-flag")
-        comment = gr.Textbox(label="Comment (optional)", max_length=500, elem_id="practice-comment")
-    timing = gr.State({})
-    with gr.Row():
-        pause_button = gr.Button("暫停一下 Pause", elem_id="practice-pause")
-        submit_button = gr.Button("Submit and next", variant="primary", elem_id="practice-submit")
-    report = gr.Markdown(elem_id="practice-report")
-    next_button = gr.Button("Start another block", elem_id="practice-next")
+    with gr.Column(visible=False, elem_id="practice-item-box") as item_box:
+        header = gr.Markdown(elem_id="practice-header")
+        with gr.Column(elem_id="practice-work") as work:
+            question = gr.Markdown(elem_id="practice-question")
+            single = gr.Radio([], label="Answer (one letter)", visible=False, elem_id="practice-single")
+            multi = gr.CheckboxGroup([], label="Answer (two or more letters)", visible=False, elem_id="practice-multi")
+            domains = gr.CheckboxGroup(DOMAIN_CHOICES, label="Domains (one to three)", elem_id="practice-domains")
+            difficulty = gr.Radio(
+                [1, 2, 3, 4, 5], label="Difficulty for you (1 easiest, 5 hardest)", elem_id="practice-difficulty"
+            )
+            with gr.Row():
+                flagged = gr.Checkbox(label="問題報錯 Flag this item as incorrect (optional)", elem_id="practice-flag")
+                comment = gr.Textbox(label="Comment (optional)", max_length=500, elem_id="practice-comment")
+        paused_note = gr.Markdown(PAUSED_TEXT, visible=False, elem_id="practice-paused")
+        error = gr.Markdown(elem_id="practice-error")
+        with gr.Row():
+            pause_button = gr.Button(PAUSE_LABEL, elem_id="practice-pause")
+            submit_button = gr.Button("Submit and next", variant="primary", elem_id="practice-submit")
+        gr.Markdown(KEYS_HINT, elem_id="practice-keys")
+    with gr.Column(visible=False, elem_id="practice-review-box") as review_box:
+        report = gr.Markdown(elem_id="practice-report")
+        next_button = gr.Button("Start another block", elem_id="practice-next")
+    heartbeat_timer = gr.Timer(HEARTBEAT_S)
+    with gr.Column(visible=False, elem_id="practice-console") as console:
+        gr.Markdown("## The study lead's console\nAdmins only: every action here is checked against the admin list.")
+        admin_note = gr.Markdown(elem_id="console-note")
+        progress_button = gr.Button("Progress per block", elem_id="console-progress")
+        progress_table = gr.Dataframe(interactive=False, label="Blocks", elem_id="console-blocks")
+        progress_button.click(progress, name, [admin_note, progress_table], api_name="practice_progress")
+        with gr.Row():
+            excluded = gr.Textbox(label="Practitioner (account)", elem_id="console-account")
+            reason = gr.Textbox(label="Reason (recorded)", elem_id="console-reason")
+        with gr.Row():
+            exclude_button = gr.Button("Exclude", variant="stop", elem_id="console-exclude")
+            include_button = gr.Button("Re-include", elem_id="console-include")
+        exclude_button.click(exclude, [name, excluded, reason], admin_note, api_name="practice_exclude")
+        include_button.click(include, [name, excluded, reason], admin_note, api_name="practice_include")
+        export_button = gr.Button("Export the study (platform database)", elem_id="console-export")
+        export_file = gr.File(label="annotation_platform.sqlite", elem_id="console-export-file")
+        export_button.click(export, name, [admin_note, export_file], api_name="practice_export")
     screen_outputs = [
         note,
         header,
@@ -432,32 +638,33 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader)
         difficulty,
         flagged,
         comment,
-        timing,
+        error,
+        pause_button,
+        submit_button,
+        work,
+        paused_note,
+        item_box,
+        review_box,
+        next_button,
+        next_info,
+        name,
+        saved,
+        console,
         report,
     ]
     start_button.click(start, [name, licence, number], screen_outputs, api_name="practice_start")
+    demo.load(resume, saved, screen_outputs, api_name=False, show_progress="hidden")
+    demo.load(None, js=KEYS_JS)
     submit_button.click(
         submit,
-        [name, item_id, single, multi, domains, difficulty, flagged, comment, timing],
+        [name, item_id, single, multi, domains, difficulty, flagged, comment],
         screen_outputs,
         api_name="practice_submit",
         concurrency_limit=None,
     )
-    pause_button.click(pause, timing, [timing, pause_button], api_name=False)
+    pause_button.click(pause, [name, item_id], screen_outputs, api_name="practice_pause")
+    heartbeat_timer.tick(heartbeat, [name, item_id], None, api_name=False, show_progress="hidden")
     next_button.click(next_block, name, screen_outputs, api_name="practice_next")
-    with gr.Accordion("Admin", open=False):
-        admin_note = gr.Markdown()
-        progress_button = gr.Button("Progress per block")
-        progress_table = gr.Dataframe(interactive=False, label="Blocks")
-        progress_button.click(progress, name, [admin_note, progress_table], api_name="practice_progress")
-        with gr.Row():
-            excluded = gr.Textbox(label="Account to exclude")
-            reason = gr.Textbox(label="Reason (recorded)")
-        exclude_button = gr.Button("Exclude")
-        exclude_button.click(exclude, [name, excluded, reason], admin_note, api_name="practice_exclude")
-        export_button = gr.Button("Export (platform database)")
-        export_file = gr.File(label="annotation_platform.sqlite")
-        export_button.click(export, name, [admin_note, export_file], api_name="practice_export")
 
 
 def main() -> None:

@@ -145,7 +145,9 @@ def test_practitioner_space_three_raters_majority_and_reference(space, half_tree
         assert "org/model" in result[-1]  # where the models stood on the same items
     assert [w for t in traffic for w in leaks(t)] == []
     # a replay of a submission records nothing new
-    again = clients["ann"].predict("ann", block_items[0], "A", [], [], 1, False, "", api_name="/practice_submit")
+    again = clients["ann"].predict(
+        "ann", block_items[0], "A", [], ["materia_medica"], 1, False, "", api_name="/practice_submit"
+    )
     assert "Your accuracy" in again[-1]
     assert len(store.practice_responses(block=1)) == 15
     # the subset gains the five items, majority correct; the reference row and Δ human follow

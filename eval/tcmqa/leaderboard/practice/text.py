@@ -1,18 +1,29 @@
-"""Text for the Practitioners tab (Markdown; the Space's app only wires it): the item screen, the report."""
+"""Text for the Practitioners tab (Markdown; the Space's app only wires it): the item's stem, the block's
+report and its item-by-item review, the console's notes."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from tcmqa.leaderboard.practice.assignment import ItemView
 
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~=])")
+
+
+def plain(text: str | None) -> str:
+    """``text`` shown as written in Markdown: every markup character escaped, line breaks kept."""
+    escaped = _MARKDOWN.sub(r"\\\1", (text or "").strip())
+    return "  \n".join(escaped.splitlines())
+
 
 def item_markdown(view: ItemView) -> str:
-    """The item's screen: the stem in its original Chinese and the five options (never the answer)."""
-    options = "\n".join(f"- **{k}.** {v}" for k, v in view.options.items())
-    return f"### {view.question}\n\n{options}"
+    """The item's stem as plain text in its original Chinese: no heading, and no options (the answer
+    buttons show them, once). Never the answer."""
+    return plain(view.question)
 
 
 def _table(frame: pd.DataFrame) -> str:
@@ -35,3 +46,39 @@ def report_markdown(report: dict[str, Any]) -> str:
         f"### By domain\n\n{_table(report['by_domain'])}\n\n"
         f"### The models on the same items\n\n{_table(report['models'])}"
     )
+
+
+def _letters(letters: Sequence[str] | None) -> str:
+    return ", ".join(letters) if letters else "—"
+
+
+def review_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The block item by item, once it is complete: the stem, the options, the practitioner's answer,
+    the reference answer, the explanation and what each model answered.
+
+    Each row: ``position`` (1-based), ``question``, ``options`` (letter -> text), ``selected``,
+    ``answer`` (letters), ``explanation``, ``models`` (model -> letters it predicted).
+    """
+    if not rows:
+        return ""
+    parts = ["## Item by item"]
+    for row in rows:
+        selected, answer = list(row["selected"]), list(row["answer"])
+        mark = "✅ right" if selected == answer else "❌ wrong"
+        options = "  \n".join(f"**{k}.** {plain(v)}" for k, v in row["options"].items())
+        models = row.get("models") or {}
+        said = (
+            "; ".join(
+                f"{plain(model)}: {_letters(letters)}{' ✅' if list(letters or []) == answer else ' ❌'}"
+                for model, letters in sorted(models.items())
+            )
+            if models
+            else "no model has been evaluated on this item yet"
+        )
+        explanation = plain(row.get("explanation")) or "_no explanation in the corpus_"
+        parts.append(
+            f"**{row['position']}.** {plain(row['question'])}\n\n{options}\n\n"
+            f"**Your answer:** {_letters(selected)} ({mark}) · **Reference:** {_letters(answer)}\n\n"
+            f"**Explanation:** {explanation}\n\n**The models:** {said}"
+        )
+    return "\n\n---\n\n".join(parts)
