@@ -88,7 +88,8 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
         admins=settings.practice_admins,
     )
     board = board_lib.Board(store, practice=practice if settings.practice else None)
-    explorer = Explorer(settings.data, store)
+    # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
+    explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
 
     def show_board(
         search: str,
@@ -192,12 +193,12 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             gr.on([demo.load, timer.tick], show_plots, None, [scatter, bars], api_name="plots", show_progress="hidden")
         with gr.Tab("Item explorer"):
             item_id = gr.Textbox(label="Item id", elem_id="item-id")
-            item_button = gr.Button("Show item")
-            item_text = gr.Markdown()
+            item_button = gr.Button("Show item", elem_id="item-show")
+            item_text = gr.Markdown(elem_id="item-text")
             gr.Markdown("**Practitioners' answers**")
-            item_responses = gr.Dataframe(interactive=False)
-            gr.Markdown("**Models' outputs**")
-            item_outputs = gr.Dataframe(interactive=False, wrap=True)
+            item_responses = gr.Dataframe(interactive=False, elem_id="item-responses")
+            gr.Markdown("**Models' outputs** (one revision per model: its latest full run)")
+            item_outputs = gr.Dataframe(interactive=False, wrap=True, elem_id="item-outputs")
             gr.on(
                 [item_button.click, item_id.submit],
                 show_item,

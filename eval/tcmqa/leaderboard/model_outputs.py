@@ -1,0 +1,223 @@
+"""Which model outputs the Space shows beside the practitioners: one revision per model, the latest full run.
+
+Two sources hold per-item outputs: the store (the runs recorded here, one folder of parts per job,
+``Store.outputs_files``) and the data the Space serves (its published ``outputs`` config: the paper's
+models and every run published before). Every model found in either is used, with exactly one run:
+
+* a run is one (model, revision) of one source; its items are the distinct item ids of its rows;
+* a run is *full* when it covers every scored item of the data (``n_scored``; unknown: the most items
+  any run of that model covers);
+* each model's run is its latest full run, or, with none full, its latest run; "latest" is when the
+  store recorded it (a job's finish), for a published run the ``date`` of its row in the data's
+  ``results`` config (0 without one); a recorded run wins a tie over a published one (the same
+  revision republished is the same run).
+
+So two revisions of one model are never mixed: :meth:`ModelOutputs.on` returns only rows of each
+model's chosen run. The choice is re-made when the store's results change (``Store.version``); the
+published config is read once per process, out of core (only the columns asked for, rows filtered
+by item id).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from tcmqa.data import has_config, load_config
+from tcmqa.store import Store
+
+RECORDED, PUBLISHED = "recorded", "published"
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One model's outputs at one revision from one source."""
+
+    model: str
+    revision: str
+    source: str  # RECORDED (a job of the store) or PUBLISHED (the data's outputs config)
+    n_items: int
+    at: float  # when it was recorded (or published, by its results row's date); 0 unknown
+    files: tuple[Path, ...] = ()  # a recorded run's parts
+
+
+def choose(runs: Iterable[Run], n_scored: int | None = None) -> dict[str, Run]:
+    """The one run of each model: its latest full run, else its latest run (see the module doc)."""
+    by_model: dict[str, list[Run]] = {}
+    for run in runs:
+        by_model.setdefault(run.model, []).append(run)
+    chosen = {}
+    for model, candidates in by_model.items():
+        full_n = n_scored if n_scored else max(r.n_items for r in candidates)
+        chosen[model] = max(candidates, key=lambda r: (r.n_items >= full_n, r.at, r.source == RECORDED, r.n_items))
+    return chosen
+
+
+def recorded_runs(store: Store) -> list[Run]:
+    """The runs recorded in the store: one per job with outputs parts (model and revision read from its rows)."""
+    jobs = {job.id: job for job in store.jobs()}
+    by_job: dict[str, list[Path]] = {}
+    for path in store.outputs_files():
+        by_job.setdefault(path.parent.name, []).append(path)
+    runs = []
+    for job_id, files in by_job.items():
+        table = ds.dataset([str(f) for f in files], format="parquet").to_table(columns=["model", "revision", "item_id"])
+        if not len(table):
+            continue
+        job = jobs.get(job_id)
+        model = table["model"][0].as_py() or (job.model if job else job_id)
+        revision = table["revision"][0].as_py() or (job.revision if job else "")
+        at = float(job.updated_at or 0) if job else 0.0
+        n_items = len(pc.unique(table["item_id"]))
+        runs.append(Run(str(model), str(revision or ""), RECORDED, n_items, at, tuple(files)))
+    return runs
+
+
+def _published_table(data: str) -> ds.Dataset | pa.Table | None:
+    """The data's ``outputs`` config, unread: a Parquet dataset of a local tree, or the Hub's Arrow table."""
+    if not has_config(data, "outputs"):
+        return None
+    folder = Path(data).expanduser() / "outputs"
+    if folder.is_dir():
+        return ds.dataset(sorted(str(p) for p in folder.glob("*.parquet")), format="parquet")
+    try:
+        return load_config(data, "outputs").data.table
+    except ValueError:  # a Hub dataset without an outputs config yet
+        return None
+
+
+def _dates(data: str) -> dict[tuple[str, str], float]:
+    """(model, revision) -> the date of its row in the data's ``results`` config, as a time stamp."""
+    from tcmqa.store.results import _date_stamp
+
+    if not has_config(data, "results"):
+        return {}
+    try:
+        rows = load_config(data, "results").select_columns(["model", "revision", "date"]).to_list()
+    except (ValueError, KeyError):
+        return {}
+    return {(str(r["model"]), str(r["revision"] or "")): _date_stamp(r["date"]) for r in rows}
+
+
+def published_runs(data: str) -> list[Run]:
+    """The runs in the data's ``outputs`` config: one per (model, revision)."""
+    source = _published_table(data)
+    if source is None:
+        return []
+    table = source.to_table(columns=["model", "revision", "item_id"]) if isinstance(source, ds.Dataset) else source
+    table = table.select(["model", "revision", "item_id"])
+    table = table.set_column(1, "revision", pc.fill_null(table["revision"], ""))
+    counts = table.group_by(["model", "revision"]).aggregate([("item_id", "count_distinct")])
+    dates = _dates(data)
+    return [
+        Run(str(m), str(r), PUBLISHED, int(n), dates.get((str(m), str(r)), 0.0))
+        for m, r, n in zip(
+            counts["model"].to_pylist(), counts["revision"].to_pylist(), counts["item_id_count_distinct"].to_pylist()
+        )
+    ]
+
+
+class ModelOutputs:
+    """The outputs of every model with recorded or published outputs, one run per model (module doc).
+
+    ``n_scored``: the number of scored items of the data (what a full run covers); None: each model's
+    largest run counts as full.
+    """
+
+    def __init__(self, data: str | None, store: Store, n_scored: int | None = None):
+        self.data, self.store, self.n_scored = data, store, n_scored
+        self._lock = threading.Lock()
+        self._published: list[Run] | None = None
+        self._version: str | None = None
+        self._runs: dict[str, Run] = {}
+
+    def runs(self) -> dict[str, Run]:
+        """model -> its one run, re-chosen whenever the store's results change."""
+        version = self.store.version()
+        with self._lock:
+            if self._published is None:
+                self._published = published_runs(self.data) if self.data else []
+            if version != self._version:
+                self._runs = choose([*self._published, *recorded_runs(self.store)], self.n_scored)
+                self._version = version
+            return dict(self._runs)
+
+    def on(self, item_ids: Sequence[str], columns: Sequence[str] = ("model", "item_id", "correct")) -> pd.DataFrame:
+        """The rows of each model's one run on ``item_ids`` (one row per model and item), with ``revision``
+        and ``source`` columns added."""
+        wanted = pa.array(sorted(set(map(str, item_ids))), pa.string())
+        read = list(dict.fromkeys(["model", "revision", "item_id", *columns]))
+        runs = self.runs()
+        parts = []
+        published = [r for r in runs.values() if r.source == PUBLISHED]
+        if published and self.data:
+            source = _published_table(self.data)
+            if source is not None:
+                keep = pc.field("item_id").isin(wanted)
+                table = (
+                    source.to_table(columns=read, filter=keep)
+                    if isinstance(source, ds.Dataset)
+                    else source.select(read).filter(pc.is_in(source["item_id"], wanted))
+                )
+                frame = table.to_pandas()
+                frame["revision"] = frame["revision"].fillna("")
+                chosen = pd.DataFrame([(r.model, r.revision) for r in published], columns=["model", "revision"])
+                parts.append(frame.merge(chosen, on=["model", "revision"]).assign(source=PUBLISHED))
+        for run in runs.values():
+            if run.source != RECORDED:
+                continue
+            table = ds.dataset([str(f) for f in run.files], format="parquet").to_table(
+                columns=read, filter=pc.field("item_id").isin(wanted)
+            )
+            parts.append(table.to_pandas().assign(model=run.model, revision=run.revision, source=RECORDED))
+        out_columns = list(dict.fromkeys([*read, "source"]))
+        if not parts:
+            return pd.DataFrame(columns=out_columns)
+        frame = pd.concat([p for p in parts if len(p)] or parts, ignore_index=True)
+        return frame.drop_duplicates(["model", "item_id"], keep="last")[out_columns].reset_index(drop=True)
+
+    def accuracy_on(self, item_ids: Sequence[str]) -> pd.DataFrame:
+        """Every model's exact-match accuracy on ``item_ids`` from its one run: model, revision, items,
+        accuracy (percent, 1 decimal), best first. What a practitioner's block report sets beside theirs."""
+        frame = self.on(item_ids, ["correct"])
+        if frame.empty:
+            return pd.DataFrame(columns=["model", "revision", "items", "accuracy"])
+        out = (
+            frame.groupby(["model", "revision"])
+            .agg(items=("item_id", "size"), accuracy=("correct", "mean"))
+            .reset_index()
+        )
+        out["accuracy"] = (100 * out["accuracy"].astype(float)).round(1)
+        return out.sort_values(["accuracy", "model"], ascending=[False, True]).reset_index(drop=True)
+
+
+_SHARED: dict[tuple[int, str | None], ModelOutputs] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(store: Store, data: str | None = None, n_scored: int | None = None) -> ModelOutputs:
+    """One :class:`ModelOutputs` per (store, data) in this process (the explorer and the block reports
+    share its cache); ``data`` None: the store's recorded runs only."""
+    key = (id(store), data)
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        if found is None or found.store is not store:
+            found = _SHARED[key] = ModelOutputs(data, store, n_scored)
+        if n_scored and not found.n_scored:
+            found.n_scored = n_scored
+        return found
+
+
+def models_on(
+    store: Store, item_ids: Sequence[str], data: str | None = None, n_scored: int | None = None
+) -> pd.DataFrame:
+    """Every model with recorded (or, given ``data``, published) outputs, its one run's accuracy on these
+    items: model, revision, items, accuracy. ``Practice.models_on`` calls this."""
+    return shared(store, data, n_scored).accuracy_on(item_ids)
