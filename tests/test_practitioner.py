@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from sources import DEMO_ITEMS, demo_interactions, write_platform_db
+from sources import DEMO_ITEMS
 
 from tcmqa.build import build
 from tcmqa.data import load_config
-from tcmqa.ingest import pseudonym
-from tcmqa.leaderboard.practice import DailyCapReached, NotAllowed, Practice
+from tcmqa.ingest import person_pseudonym
+from tcmqa.leaderboard.practice import DailyCapReached, InvalidResponse, NotAllowed, Practice
 from tcmqa.store import MIGRATIONS, SQLiteStore
 
 
@@ -43,12 +43,18 @@ def signed(practice: Practice, *accounts: str) -> None:
         practice.confirm(a, True, f"LIC-{a}")
 
 
+def answer(practice: Practice, account: str, item_id: str, letters, **fields):
+    """A complete submission (answer, domains, difficulty, seconds), any field overridable."""
+    record = {"domains": ["materia_medica"], "difficulty": 3, "seconds": 12.5, "seconds_paused": 0.0, **fields}
+    return practice.submit(account, item_id, letters, **record)
+
+
 def answer_all(practice: Practice, account: str, right: bool = True) -> list[str]:
     done = []
     while (view := practice.current(account)) is not None:
         item = practice.items[view.item_id]
         letters = list(item["answer"]) if right else (["E"] if item["answer"] != ["E"] else ["A"])
-        practice.submit(account, view.item_id, letters, ["materia_medica"], 3, seconds=12.5, seconds_paused=0.0)
+        answer(practice, account, view.item_id, letters)
         done.append(view.item_id)
     return done
 
@@ -108,7 +114,7 @@ def test_practitioner_assignment_prefers_items_needing_raters(tmp_path: Path, de
     signed(p, "x")
     assigned = p.assignment("x")
     drawn = p.store.practice_block_items(assigned["block"])
-    assert assigned["block"] == 1 and assigned["user_id"] == 4
+    assert assigned["block"] == 1 and assigned["slot"] == 0
     assert set(drawn) <= {e["id"] for e in extra} and not set(drawn) & rated
     # flagged items are never drawn
     assert not {i["id"] for i in items if i["flagged"]} & set(drawn)
@@ -139,9 +145,11 @@ def test_practitioner_submit_is_idempotent_and_resumes(tmp_path: Path, fresh_tre
     p = make(tmp_path, fresh_tree)
     signed(p, "a")
     first = p.current("a")
-    recorded, nxt = p.submit("a", first.item_id, list(p.items[first.item_id]["answer"]), ["classical_texts"], 2)
+    recorded, nxt = answer(
+        p, "a", first.item_id, list(p.items[first.item_id]["answer"]), domains=["classical_texts"], difficulty=2
+    )
     assert recorded and nxt.position == 2
-    again, same = p.submit("a", first.item_id, ["A"], [], 5)  # a double-click or a replayed request
+    again, same = answer(p, "a", first.item_id, ["A"], difficulty=5)  # a double-click or a replayed request
     assert not again and same.position == 2
     assert len(p.store.practice_responses(account="a")) == 1
     stored = p.store.practice_responses(account="a")[0]
@@ -159,17 +167,29 @@ def test_practitioner_submission_checks(tmp_path: Path, fresh_tree: Path) -> Non
     other = p.current("d")  # another block's item
     assert p.assignment("d")["block"] != p.assignment("a")["block"]
     with pytest.raises(NotAllowed, match="not in your block"):
-        p.submit("a", other.item_id, ["A"])
-    with pytest.raises(ValueError, match="A-E"):
-        p.submit("a", view.item_id, ["F"])
-    with pytest.raises(ValueError, match="at most 3"):
-        p.submit("a", view.item_id, ["A"], ["materia_medica", "regulation", "other", "classical_texts"])
-    with pytest.raises(ValueError, match="difficulty"):
-        p.submit("a", view.item_id, ["A"], [], 6)
+        answer(p, "a", other.item_id, ["A"])
+    refused = {
+        ("answer", "A-E"): {"letters": ["F"]},
+        ("answer", "at least one"): {"letters": []},
+        ("domains", "at most 3"): {"domains": ["materia_medica", "regulation", "other", "classical_texts"]},
+        ("domains", "at least one domain"): {"domains": []},
+        ("domains", "unknown"): {"domains": ["astrology"]},
+        ("difficulty", "1 \\(easiest\\) to 5"): {"difficulty": 6},
+        ("difficulty", "rate the difficulty"): {"difficulty": None},
+        ("seconds", "required"): {"seconds": None},
+        ("seconds", "at least 0"): {"seconds": -1.0},
+        ("seconds_paused", "more than"): {"seconds": 5.0, "seconds_paused": 6.0},
+    }
     if view.answer_type == "single":
-        with pytest.raises(ValueError, match="single-answer"):
-            p.submit("a", view.item_id, ["A", "B"])
+        refused["answer", "single-answer"] = {"letters": ["A", "B"]}
+    for (field, message), wrong in refused.items():
+        letters = wrong.pop("letters", ["A"])
+        with pytest.raises(InvalidResponse, match=f"^{field}: .*{message}") as caught:
+            answer(p, "a", view.item_id, letters, **wrong)
+        assert caught.value.field == field and isinstance(caught.value, ValueError)
     assert p.store.practice_responses() == []
+    # the flag and the comment stay optional; paused equal to the total is allowed
+    assert answer(p, "a", view.item_id, ["A"], seconds=4.0, seconds_paused=4.0)[0]
 
 
 def test_practitioner_daily_cap(tmp_path: Path, fresh_tree: Path) -> None:
@@ -177,10 +197,10 @@ def test_practitioner_daily_cap(tmp_path: Path, fresh_tree: Path) -> None:
     signed(p, "a")
     for _ in range(2):
         v = p.current("a")
-        p.submit("a", v.item_id, ["A"])
+        answer(p, "a", v.item_id, ["A"])
     v = p.current("a")
     with pytest.raises(DailyCapReached, match="daily limit is 2"):
-        p.submit("a", v.item_id, ["A"])
+        answer(p, "a", v.item_id, ["A"])
     assert len(p.store.practice_responses(account="a")) == 2
 
 
@@ -189,7 +209,7 @@ def test_practitioner_report_hidden_until_complete(tmp_path: Path, fresh_tree: P
     signed(p, "a", "b")
     answer_all(p, "b", right=False)
     v = p.current("a")
-    p.submit("a", v.item_id, list(p.items[v.item_id]["answer"]))
+    answer(p, "a", v.item_id, list(p.items[v.item_id]["answer"]))
     with pytest.raises(NotAllowed, match="not complete"):
         p.report("a")
     answer_all(p, "a")
@@ -208,7 +228,11 @@ def test_practitioner_configs_majority_and_exclusion(tmp_path: Path, fresh_tree:
     answer_all(p, "c", right=False)
     tables = p.configs()
     assert len(tables["responses"]) == 15
-    assert {r["practitioner_id"] for r in tables["responses"]} == {pseudonym(u, p.pseudonym_key) for u in (1, 2, 3)}
+    assert {r["practitioner_id"] for r in tables["responses"]} == {
+        person_pseudonym(n, p.pseudonym_key) for n in (1, 2, 3)
+    }
+    assert {(r["source"], r["block"]) for r in tables["responses"]} == {("space", 0)}
+    assert sorted({r["rater_slot"] for r in tables["responses"]}) == [0, 1, 2]
     text = json.dumps(tables, ensure_ascii=False, default=str)
     assert "LIC-" not in text and '"a"' not in text
     subset = tables["subset"]
@@ -222,13 +246,25 @@ def test_practitioner_configs_majority_and_exclusion(tmp_path: Path, fresh_tree:
     assert p.store.practitioner("b")["excluded_reason"] == "answers copied"
     assert p.store.practitioner("b")["excluded_by"] == "admin"
     tables = p.configs()
-    assert len(tables["responses"]) == 10 and tables["subset"] == []  # two raters left: no subset items
+    # two raters left: the block waits for its third (a refill) before anything of it is published again
+    assert tables["responses"] == [] and tables["subset"] == []
     assert p.human_reference() == (None, 0)
     with pytest.raises(NotAllowed, match="excluded"):
         p.current("b")
     progress = p.progress("admin")
     assert progress.to_dict("records") == [
-        {"block": 0, "items": 5, "raters": 3, "excluded": 1, "responses": 15, "finished": 3, "open_slots": 0}
+        {
+            "block": 0,
+            "kind": "fresh",
+            "items": 5,
+            "slots": 3,
+            "raters": 2,
+            "excluded": 1,
+            "responses": 10,
+            "finished": 2,
+            "open_slots": 1,
+            "published": False,
+        }
     ]
 
 
@@ -251,12 +287,12 @@ def test_practitioner_configs_extend_the_imported_study(tmp_path: Path, demo_tre
 
 def test_practitioner_export_round_trips_through_build(tmp_path: Path, fresh_tree: Path) -> None:
     p = make(tmp_path, fresh_tree, block_size=8)
-    signed(p, "a", "b", "c", "d", "e")
-    for a, right in zip("abcde", (True, True, False, True, False)):
+    signed(p, "a", "b", "c", "d", "e", "f")
+    for a, right in zip("abcdef", (True, True, False, True, False, True)):
         answer_all(p, a, right)
     # some multi-answer items, flags and domains make the round trip meaningful
     assert any(p.items[r["item_id"]]["answer_type"] == "multi" for r in p.store.practice_responses())
-    p.exclude("admin", "e", "test account")
+    p.exclude("admin", "e", "test account")  # block 1 loses a rater: it leaves the configs and the export
     with pytest.raises(NotAllowed):
         p.export_platform_db("a", tmp_path / "x.sqlite")
     db = p.export_platform_db("admin", tmp_path / "export.sqlite")
@@ -267,8 +303,18 @@ def test_practitioner_export_round_trips_through_build(tmp_path: Path, fresh_tre
     ours = pd.DataFrame(p.configs()["responses"])
     key = ["practitioner_id", "item_id"]
     rebuilt, ours = rebuilt.sort_values(key).reset_index(drop=True), ours.sort_values(key).reset_index(drop=True)
-    assert len(rebuilt) == len(ours) == 8 * 4
-    for column in ["response_id", "item_id", "practitioner_id", "block", "correct", "difficulty", "flagged"]:
+    assert len(rebuilt) == len(ours) == 8 * 3
+    for column in [
+        "response_id",
+        "item_id",
+        "practitioner_id",
+        "source",
+        "block",
+        "rater_slot",
+        "correct",
+        "difficulty",
+        "flagged",
+    ]:
         assert rebuilt[column].tolist() == ours[column].tolist(), column
     for column in ["selected", "domains", "domains_zh"]:
         assert rebuilt[column].map(list).tolist() == ours[column].map(list).tolist(), column
@@ -286,28 +332,48 @@ def test_practitioner_export_round_trips_through_build(tmp_path: Path, fresh_tre
     con = sqlite3.connect(db)
     names = [n for (n,) in con.execute("SELECT username FROM user")]
     con.close()
-    assert all(n.startswith("P") for n in names) and "a" not in names
+    assert all(n.startswith("S") for n in names) and "a" not in names
 
 
-def test_practitioner_export_appends_to_the_study(tmp_path: Path, demo_tree: Path, demo_items) -> None:
-    """The study's platform database and a practice export together rebuild the combined configs."""
+def test_practitioner_export_round_trip_of_the_whole_study(tmp_path: Path, demo_tree: Path) -> None:
+    """The study and the Space together, exported and rebuilt by ``tcmqa build``: the same responses
+    (every column) and the same subset, study rows keeping their ids, blocks and slots."""
     imported = load_config(str(demo_tree), "responses").to_list()
     items = corpus(demo_tree)
-    p = Practice(SQLiteStore(tmp_path / "s"), items, imported, block_size=4, admins=["admin"])
-    signed(p, "a", "b", "c")
-    for a in "abc":
-        answer_all(p, a)
+    extra = [{**i, "id": str(1000 + n), "flagged": False, "domains": []} for n, i in enumerate(items[:8])]
+    p = Practice(SQLiteStore(tmp_path / "s"), items + extra, imported, block_size=4, admins=["admin"])
+    signed(p, "a", "b", "c", "d")
+    for a in "abcd":
+        answer_all(p, a, right=a != "c")
     db = p.export_platform_db("admin", tmp_path / "export.sqlite")
-    import sqlite3
-
-    con = sqlite3.connect(db)
-    rows = con.execute("SELECT * FROM user_interactions").fetchall()
-    con.close()
-    combined = write_platform_db(tmp_path / "combined.sqlite", demo_items, demo_interactions(demo_items) + rows)
+    records = [json.loads(line) for line in DEMO_ITEMS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    more = [{**r, "question_id": 1000 + n, "question": r["question"] + " (copy)"} for n, r in enumerate(records[:8])]
+    (tmp_path / "items.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records + more))
     out = tmp_path / "combined-tree"
-    build([str(DEMO_ITEMS)], out, str(combined))
-    rebuilt = load_config(str(out), "responses").to_pandas()
-    assert sorted(rebuilt["response_id"]) == sorted(r["response_id"] for r in p.configs()["responses"])
+    build([str(tmp_path / "items.jsonl")], out, str(db))
+    rebuilt = load_config(str(out), "responses").to_list()
+    ours = p.configs()["responses"]
+    assert {r["source"] for r in ours} == {"study", "space"}
+    by_id = {r["response_id"]: r for r in ours}
+    assert sorted(by_id) == sorted(r["response_id"] for r in rebuilt)
+    for r in rebuilt:
+        mine = by_id[r["response_id"]]
+        for column in [
+            "practitioner_id",
+            "source",
+            "block",
+            "rater_slot",
+            "selected",
+            "correct",
+            "domains",
+            "difficulty",
+            "flagged",
+        ]:
+            assert r[column] == mine[column], column
+    subset = {r["item_id"]: r for r in load_config(str(out), "subset").to_list()}
+    expected = {r["item_id"]: r for r in p.configs()["subset"]}
+    assert subset.keys() == expected.keys()
+    assert all(subset[i]["majority_correct"] == expected[i]["majority_correct"] for i in subset)
 
 
 def test_practitioner_twenty_concurrent(tmp_path: Path, fresh_tree: Path) -> None:
@@ -329,7 +395,7 @@ def test_practitioner_twenty_concurrent(tmp_path: Path, fresh_tree: Path) -> Non
         while (view := p.current(account)) is not None:
             letters = list(p.items[view.item_id]["answer"])
             for _ in range(2):
-                recorded, _ = p.submit(account, view.item_id, letters, [], 3, seconds=1.0)
+                recorded, _ = answer(p, account, view.item_id, letters, seconds=1.0)
                 with lock:
                     counts["recorded" if recorded else "replayed"] += 1
             n += 1
@@ -366,7 +432,7 @@ def test_practitioner_postgresql_concurrent(postgres_url: str, fresh_tree: Path)
         n = 0
         while (view := p.current(account)) is not None:
             for _ in range(2):
-                p.submit(account, view.item_id, list(p.items[view.item_id]["answer"]))
+                answer(p, account, view.item_id, list(p.items[view.item_id]["answer"]))
             n += 1
         return n
 

@@ -183,15 +183,17 @@ def accuracy_by_domain_draw(d: dict) -> Figure:
 
 
 def accuracy_by_consensus_data(study: Study) -> dict:
-    """Model accuracy by number of practitioners correct (0-3), and on the items all three missed."""
+    """Model accuracy by number of practitioners correct (0..N), and on the items all N missed."""
     rows, subset = tables.subset_view(study)
+    raters = tables.subset_raters(subset)
     n_correct = subset["n_correct"].to_numpy(dtype=int)
-    levels = [0, 1, 2, 3]
+    levels = list(range(raters + 1))
     per_level = [tables.accuracy(study, rows[n_correct == k]) for k in levels]
     return {
         "levels": levels,
+        "raters": raters,
         "n_items": [int((n_correct == k).sum()) for k in levels],
-        "practitioner": [100 * k / 3 for k in levels],  # mean rater accuracy, by construction
+        "practitioner": [100 * k / raters for k in levels],  # mean rater accuracy, by construction
         "models": {m: _num([acc[j] for acc in per_level]) for j, m in enumerate(study.model_names)},
         "all_missed": {m: _num([per_level[0][j]])[0] for j, m in enumerate(study.model_names)},
     }
@@ -202,7 +204,7 @@ def accuracy_by_consensus_draw(d: dict) -> Figure:
     for _model, values in d["models"].items():
         left.plot(d["levels"], _nan(values), marker=".", lw=1, alpha=0.8)
     left.plot(d["levels"], d["practitioner"], "k--", lw=2, label="Practitioners (mean rater)")
-    left.set_xticks(d["levels"], [f"{k}/3\n(n={n})" for k, n in zip(d["levels"], d["n_items"])])
+    left.set_xticks(d["levels"], [f"{k}/{d['raters']}\n(n={n})" for k, n in zip(d["levels"], d["n_items"])])
     left.set_xlabel("Practitioners correct")
     left.set_ylabel("Model accuracy (%)")
     left.set_ylim(0, 100)
@@ -211,7 +213,7 @@ def accuracy_by_consensus_draw(d: dict) -> Figure:
     right.barh(order, [d["all_missed"][m] or 0 for m in order], color="#c44e52")
     right.set_xlim(0, 100)
     right.tick_params(axis="y", labelsize=6)
-    right.set_xlabel(f"Accuracy on the {d['n_items'][0]} items all three missed (%)")
+    right.set_xlabel(f"Accuracy on the {d['n_items'][0]} items all {d['raters']} raters missed (%)")
     fig.suptitle(d["title"])
     fig.tight_layout()
     return fig

@@ -520,6 +520,10 @@ class Publisher:
     ) -> bool:
         """Commit the rebuilt ``responses`` and ``subset`` configs, coalesced; True when committed.
 
+        ``tables()`` is ``Practice.configs``: the pinned study's rows plus the Space's blocks that all their
+        raters finished (an open block's answers are never published), excluded practitioners and
+        released slots left out. Only these two configs are written: the study's pinned source never is.
+
         ``version`` names the state of the practice responses (``Store.practice_version``); nothing is
         committed when that version is already on the Hub, nor (unless ``force``) within ``every_s`` of
         the last such commit, so many submissions make one commit. ``tables()`` gives the rows (only

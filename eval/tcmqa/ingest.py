@@ -15,10 +15,10 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from tcmqa.schema import DOMAIN_BY_PLATFORM_NUMBER, DOMAINS, MAX_DOMAINS_PER_RESPONSE, RATERS_PER_ITEM
+from tcmqa.schema import DOMAIN_BY_PLATFORM_NUMBER, DOMAINS, MAX_DOMAINS_PER_RESPONSE, RATERS_PER_ITEM, STUDY
 from tcmqa_metric import LETTERS, normalize_reference
 
 # ---------------------------------------------------------------------------------------------
@@ -183,13 +183,30 @@ CREATE TABLE user_interactions (
     selected_category TEXT, selected_difficulty INTEGER, is_flagged INTEGER NOT NULL,
     PRIMARY KEY (user_id, question_id));
 """
+# What an export adds to the platform's tables (Practice.export_platform_db): the platform numbered a
+# user per block with three raters (block = (user_id - 1) // 3); an export of the whole study (study and
+# Space, any N, one pseudonym per person across blocks) names each user's pseudonym, block, slot and
+# source, and the raters per item N, so ``tcmqa build --platform-db`` rebuilds the same rows.
+EXPORT_SCHEMA = """
+CREATE TABLE tcmqa_raters (
+    user_id INTEGER PRIMARY KEY, practitioner_id TEXT NOT NULL, block INTEGER NOT NULL,
+    rater_slot INTEGER, source TEXT NOT NULL);
+CREATE TABLE tcmqa_study (raters INTEGER NOT NULL);
+"""
 
 DEFAULT_PSEUDONYM_KEY = "tcmqa-public-v1"
 
 
 def pseudonym(user_id: int, key: str) -> str:
-    """A stable practitioner pseudonym: the same key and user give the same id in every build."""
+    """A study practitioner's pseudonym ("P..."): the same key and platform user give the same id in every build."""
     return "P" + hashlib.sha256(f"{key}:{user_id}".encode()).hexdigest()[:10]
+
+
+def person_pseudonym(number: int, key: str) -> str:
+    """A Space practitioner's pseudonym ("S...", never a study id): one per person (the store's person
+    number, stable across their blocks), derived only when rows are published or exported, so a key
+    change renames a person and never duplicates a response."""
+    return "S" + hashlib.sha256(f"{key}:space-person:{number}".encode()).hexdigest()[:10]
 
 
 def _parse_selected(raw: str | None) -> list[str]:
@@ -208,10 +225,47 @@ def _parse_categories(raw: str | None) -> tuple[list[str], list[str]]:
     return [k for k in DOMAINS if k in keys], [n for n in numbers if n not in DOMAIN_BY_PLATFORM_NUMBER]
 
 
+def _platform_raters(con: sqlite3.Connection, pseudonym_key: str) -> tuple[Callable[[int], dict], int]:
+    """(user id -> practitioner_id, source, block, rater_slot), and the raters per item N.
+
+    An export names them (``EXPORT_SCHEMA``); the platform's own database follows its rule: three
+    raters per block, user u in block (u - 1) // 3, slot (u - 1) % 3, pseudonym from u.
+    """
+    tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "tcmqa_raters" not in tables:
+        study = RATERS_PER_ITEM
+
+        def derived(user_id: int) -> dict:
+            block, slot = divmod(int(user_id) - 1, study)
+            return {
+                "practitioner_id": pseudonym(user_id, pseudonym_key),
+                "source": STUDY,
+                "block": block,
+                "rater_slot": slot,
+            }
+
+        return derived, study
+    named = {
+        u: {"practitioner_id": pid, "source": source, "block": block, "rater_slot": slot}
+        for u, pid, block, slot, source in con.execute(
+            "SELECT user_id, practitioner_id, block, rater_slot, source FROM tcmqa_raters"
+        )
+    }
+    (raters,) = con.execute("SELECT raters FROM tcmqa_study").fetchone() or (RATERS_PER_ITEM,)
+
+    def exported(user_id: int) -> dict:
+        if user_id not in named:
+            raise KeyError(f"user {user_id} is not in tcmqa_raters")
+        return named[user_id]
+
+    return exported, int(raters)
+
+
 def read_responses(
     db_path: str | os.PathLike, items: dict[str, dict], report: BuildReport, pseudonym_key: str = DEFAULT_PSEUDONYM_KEY
-) -> list[dict]:
-    """Rows of the ``responses`` config; correctness is recomputed from the corpus answer set.
+) -> tuple[list[dict], int]:
+    """Rows of the ``responses`` config, and the raters per item N; correctness is recomputed from the
+    corpus answer set.
 
     A response to an item the schema filter dropped is dropped with it (``item_dropped``); one to
     an id no item record had is ``unknown_item``.
@@ -226,6 +280,7 @@ def read_responses(
             " stopped_for, selected_category, selected_difficulty, is_flagged"
             " FROM user_interactions ORDER BY user_id, question_id"
         ).fetchall()
+        rater_of, raters = _platform_raters(con, pseudonym_key)
     finally:
         con.close()
     out = []
@@ -241,11 +296,11 @@ def read_responses(
         try:
             selected = _parse_selected(selected_raw)
             domains, unknown = _parse_categories(category_raw)
-        except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError
+            rater = rater_of(user_id)
+        except (ValueError, TypeError, KeyError) as err:  # JSONDecodeError is a ValueError
             report.drop(where, question_id, "malformed_response", str(err))
             continue
-        pid = pseudonym(user_id, pseudonym_key)
-        response_id = f"{pid}-{item['id']}"
+        response_id = f"{rater['practitioner_id']}-{item['id']}"
         correct = selected == item["answer"]
         if recorded is not None and bool(recorded) != correct:
             report.note(
@@ -265,8 +320,10 @@ def read_responses(
             {
                 "response_id": response_id,
                 "item_id": item["id"],
-                "practitioner_id": pid,
-                "block": (int(user_id) - 1) // RATERS_PER_ITEM,
+                "practitioner_id": rater["practitioner_id"],
+                "source": rater["source"],
+                "block": rater["block"],
+                "rater_slot": rater["rater_slot"],
                 "selected": selected,
                 "correct": correct,
                 "domains": domains,
@@ -277,19 +334,37 @@ def read_responses(
                 "seconds_paused": paused,
             }
         )
-    return out
+    return out, raters
+
+
+def majority(n_correct: int, raters: int) -> bool:
+    """The practitioners' verdict on an item: strictly more than half of its N raters correct.
+
+    A tie (N even, exactly N/2 correct) is not a majority: the item counts as missed.
+    """
+    return 2 * n_correct > raters
 
 
 def make_subset(
-    responses: list[dict], items: dict[str, dict], report: BuildReport, include_flagged: bool = False
+    responses: list[dict],
+    items: dict[str, dict],
+    report: BuildReport,
+    include_flagged: bool = False,
+    raters: int = RATERS_PER_ITEM,
 ) -> list[dict]:
-    """Items with exactly three responses; items any rater flagged are left out unless asked."""
+    """The comparison subset: items with exactly ``raters`` (N) responses, scored by :func:`majority`.
+
+    Items any rater flagged are left out unless asked; an item with fewer or more than N responses is
+    not in the subset (its raters did not answer it as one block of N).
+    """
+    if raters < 1:
+        raise ValueError(f"raters per item must be at least 1, not {raters}")
     by_item: dict[str, list[dict]] = collections.defaultdict(list)
     for r in responses:
         by_item[r["item_id"]].append(r)
     rows = []
     for item_id, rs in by_item.items():
-        if len(rs) != RATERS_PER_ITEM:
+        if len(rs) != raters:
             continue
         if not include_flagged and any(r["flagged"] for r in rs):
             report.note("subset", item_id, "flagged_excluded_from_subset", "a rater flagged this item")
@@ -300,8 +375,9 @@ def make_subset(
             {
                 "item_id": item_id,
                 "answer_type": items[item_id]["answer_type"],
+                "n_raters": raters,
                 "n_correct": n_correct,
-                "majority_correct": n_correct * 2 > RATERS_PER_ITEM,
+                "majority_correct": majority(n_correct, raters),
                 "practitioner_ids": [r["practitioner_id"] for r in rs],
                 "rater_correct": [r["correct"] for r in rs],
                 "rater_domains": [r["domains"] for r in rs],
@@ -326,6 +402,7 @@ def build_tables(
     report = BuildReport()
     corpus = filter_items(read_item_records(items, report), report)
     tables: dict[str, list[dict]] = {"corpus": corpus}
+    raters = None
     if platform_db is not None:
         key = pseudonym_key or os.environ.get("TCMQA_PSEUDONYM_KEY") or DEFAULT_PSEUDONYM_KEY
         if key == DEFAULT_PSEUDONYM_KEY:
@@ -336,13 +413,13 @@ def build_tables(
                 "set TCMQA_PSEUDONYM_KEY to a secret for a release: the default key is public",
             )
         by_id = {item["id"]: item for item in corpus}
-        responses = read_responses(platform_db, by_id, report, key)
+        responses, raters = read_responses(platform_db, by_id, report, key)
         for r in responses:  # the corpus carries the raters' domains and any flag
             item = by_id[r["item_id"]]
             item["flagged"] = item["flagged"] or r["flagged"]
             item["domains"] = [k for k in DOMAINS if k in item["domains"] or k in r["domains"]]
         tables["responses"] = responses
-        tables["subset"] = make_subset(responses, by_id, report, include_flagged)
+        tables["subset"] = make_subset(responses, by_id, report, include_flagged, raters)
     answer_types = collections.Counter(item["answer_type"] for item in corpus)
     report.counts = {name: len(rows) for name, rows in tables.items()}
     report.counts.update(
@@ -351,6 +428,7 @@ def build_tables(
             "multi": answer_types["multi"],
             "dropped": len(report.dropped),
             "flagged_items": sum(i["flagged"] for i in corpus),
+            **({} if raters is None else {"raters_per_item": raters}),
         }
     )
     return tables, report

@@ -47,7 +47,8 @@ DOMAIN_BY_PLATFORM_NUMBER: dict[str, str] = {str(i): key for i, key in enumerate
 MAX_DOMAINS_PER_RESPONSE = 3  # a rater ticks up to three domains (Appendix A)
 
 BLOCK_SIZE = 150  # items per practitioner block on the platform
-RATERS_PER_ITEM = 3  # each block goes to three practitioners; the comparison subset has exactly three
+RATERS_PER_ITEM = 3  # the paper's study: three practitioners per block (the Space's default; TCMQA_RATERS)
+STUDY, SPACE = "study", "space"  # a response's source: the paper's study (a pinned import) or the Space
 
 # ---------------------------------------------------------------------------------------------
 # Features of the data configs
@@ -76,8 +77,10 @@ RESPONSES = datasets.Features(
     {
         "response_id": _str,
         "item_id": _str,
-        "practitioner_id": _str,  # stable pseudonym
+        "practitioner_id": _str,  # stable pseudonym, one per person ("P..." study, "S..." Space)
+        "source": _str,  # STUDY | SPACE: where the response was collected
         "block": datasets.Value("int32"),
+        "rater_slot": datasets.Value("int32"),  # 0..raters-1 within the block
         "selected": _letters,
         "correct": datasets.Value("bool"),  # recomputed from the answer set
         "domains": datasets.List(_str),
@@ -93,8 +96,9 @@ SUBSET = datasets.Features(
     {
         "item_id": _str,
         "answer_type": _str,
-        "n_correct": datasets.Value("int8"),  # 0..RATERS_PER_ITEM practitioners correct
-        "majority_correct": datasets.Value("bool"),  # a strict majority of the raters
+        "n_raters": datasets.Value("int8"),  # N: the subset holds items with exactly N responses
+        "n_correct": datasets.Value("int8"),  # 0..N practitioners correct
+        "majority_correct": datasets.Value("bool"),  # strictly more than N/2 correct (a tie is no majority)
         "practitioner_ids": datasets.List(_str),
         "rater_correct": datasets.List(datasets.Value("bool")),
         "rater_domains": datasets.List(datasets.List(_str)),

@@ -34,6 +34,11 @@ def binomial_agreement(n_correct: np.ndarray, n_raters: int = 3, p: float | None
     """
     n_correct = np.asarray(n_correct, dtype=int)
     n_items = len(n_correct)
+    if n_items and (n_correct.min() < 0 or n_correct.max() > n_raters):
+        raise ValueError(
+            f"correct counts {n_correct.min()}..{n_correct.max()} do not fit {n_raters} raters per item: "
+            "pass the subset's N (tables.subset_raters)"
+        )
     if p is None:
         p = float(n_correct.sum() / (n_raters * n_items))
     k = np.arange(n_raters + 1)

@@ -140,11 +140,27 @@ def multi_answer(study: Study) -> pd.DataFrame:
     return table.loc[board_order(study)].reset_index(drop=True)
 
 
+def subset_raters(subset: pd.DataFrame) -> int:
+    """N, the raters of every subset item (``ingest.make_subset``); a subset mixing several N is refused,
+    since Table 6's binomial and Figure 6's levels assume one N. An empty subset has the study's N."""
+    if subset.empty:
+        return RATERS_PER_ITEM
+    counts = subset["n_raters"] if "n_raters" in subset else subset["practitioner_ids"].map(len)
+    found = sorted({int(n) for n in counts})
+    if len(found) > 1:
+        raise ValueError(
+            f"the subset mixes items with {found} raters: Table 6 and Figure 6 need one N per subset; "
+            "rebuild it with one number of raters per item (tcmqa build on one platform database, or one TCMQA_RATERS)"
+        )
+    return found[0]
+
+
 def practitioner_agreement(study: Study) -> tuple[stats.BinomialAgreement, float]:
-    """Table 6: correct counts against Binomial(RATERS_PER_ITEM, p), and Fleiss' κ over the subset."""
+    """Table 6: correct counts against Binomial(N, p), and Fleiss' κ over the subset (N: :func:`subset_raters`)."""
+    raters = subset_raters(study.subset)
     n_correct = study.subset["n_correct"].to_numpy(dtype=int)
-    counts = np.column_stack([n_correct, RATERS_PER_ITEM - n_correct])
-    agreement = stats.binomial_agreement(n_correct, n_raters=RATERS_PER_ITEM)
+    counts = np.column_stack([n_correct, raters - n_correct])
+    agreement = stats.binomial_agreement(n_correct, n_raters=raters)
     return agreement, stats.fleiss_kappa(counts) if len(counts) else np.nan
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Any
 
+from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY
+from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S
 from tcmqa.leaderboard.validation import Policy
 from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import BLOCK_SIZE, HUB_ID, RATERS_PER_ITEM
@@ -33,11 +36,23 @@ class Settings:
     practice_daily_cap: int | None = 300  # responses per account per UTC day (None: no cap)
     practice_admins: tuple[str, ...] = ()  # accounts allowed progress, export and exclusion
     responses_every_s: float = 600.0  # at most one responses/subset commit this often
+    pseudonym_key: str = DEFAULT_PSEUDONYM_KEY  # the key of the public pseudonyms (a secret when hosted)
+    study: str | None = None  # where the paper's study is read from (default: data), never what the Space published
+    study_revision: str | None = None  # the pinned revision of a Hub study (the commit of its `tcmqa publish`)
+    practice_abandon_after_s: float = ABANDON_AFTER_S  # a slot idle this long is offered to a new practitioner
 
     @classmethod
     def from_env(cls) -> Settings:
         env = os.environ.get
         hosted = bool(env("SPACE_ID"))
+        practice = env("TCMQA_PRACTICE", "1") == "1"
+        key = env("TCMQA_PSEUDONYM_KEY") or DEFAULT_PSEUDONYM_KEY
+        if hosted and practice and key == DEFAULT_PSEUDONYM_KEY:
+            raise ValueError(
+                "TCMQA_PSEUDONYM_KEY is not set (or is the public default key): a hosted Space with practitioner "
+                "mode needs it as a secret, else anyone can link the published pseudonyms to their practitioners. "
+                "Set TCMQA_PSEUDONYM_KEY in the Space's secrets (or TCMQA_PRACTICE=0)."
+            )
         # Hosted: SQLite on the Space's persistent storage (/data), or TCMQA_STORE=postgresql://... for a worker pool.
         default_store = "/data/tcmqa" if hosted else ".cache/space"
         return cls(
@@ -53,13 +68,30 @@ class Settings:
             publish=env("TCMQA_PUBLISH", "1" if hosted else "0") == "1",
             results_repo=env("TCMQA_RESULTS_REPO", HUB_ID),
             requests_repo=env("TCMQA_REQUESTS_REPO", f"{HUB_ID}-requests"),
-            practice=env("TCMQA_PRACTICE", "1") == "1",
+            practice=practice,
             practice_block_size=int(env("TCMQA_BLOCK_SIZE", str(BLOCK_SIZE))),
             practice_raters=int(env("TCMQA_RATERS", str(RATERS_PER_ITEM))),
             practice_daily_cap=int(env("TCMQA_DAILY_CAP", "300")) or None,
             practice_admins=tuple(a.strip() for a in env("TCMQA_ADMINS", "").split(",") if a.strip()),
             responses_every_s=float(env("TCMQA_RESPONSES_EVERY_S", "600")),
+            pseudonym_key=key,
+            study=env("TCMQA_STUDY") or None,
+            study_revision=env("TCMQA_STUDY_REVISION") or None,
+            practice_abandon_after_s=float(env("TCMQA_ABANDON_AFTER_H", str(ABANDON_AFTER_S / 3600))) * 3600,
         )
+
+    def practice_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``PracticeLoader`` (and so of ``Practice``) these settings give."""
+        return {
+            "study": self.study,
+            "study_revision": self.study_revision,
+            "block_size": self.practice_block_size,
+            "raters": self.practice_raters,
+            "daily_cap": self.practice_daily_cap,
+            "admins": self.practice_admins,
+            "pseudonym_key": self.pseudonym_key,
+            "abandon_after_s": self.practice_abandon_after_s,
+        }
 
     def policy(self) -> Policy:
         return Policy(

@@ -16,10 +16,15 @@ from sqlalchemy.engine import Connection
 
 from tcmqa.store.jobs import FINISHED
 from tcmqa.store.tables import (
-    _PRACTICE_TABLES,
+    _PRACTICE_TABLES_5,
     _partial_index,
     jobs_t,
     outputs_t,
+    practice_assignments_t,
+    practice_blocks_t,
+    practice_exclusions_t,
+    practice_responses_t,
+    practitioners_t,
     probes_t,
     publications_t,
     results_t,
@@ -33,7 +38,14 @@ if TYPE_CHECKING:
 def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.Column]:
     """Fresh columns like ``table``'s, for an older version of it."""
     return [
-        sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable, server_default=c.server_default)
+        sa.Column(
+            c.name,
+            c.type,
+            primary_key=c.primary_key,
+            nullable=c.nullable,
+            unique=c.unique,
+            server_default=c.server_default,
+        )
         for c in table.columns
         if c.name not in leave_out
     ]
@@ -78,7 +90,16 @@ def _migration_2(conn: Connection, store: Store) -> None:
 
 def _migration_3(conn: Connection, store: Store) -> None:
     """Practitioner mode: practitioners, practice blocks, their assignments and the responses."""
-    for table in _PRACTICE_TABLES:
+    legacy = sa.MetaData()
+    practitioners = sa.Table("practitioners", legacy, *_column_copies(practitioners_t, leave_out={"number"}))
+    assignments = sa.Table(
+        "practice_assignments",
+        legacy,
+        *_column_copies(practice_assignments_t, leave_out={"released_at", "released_reason", "released_by"}),
+    )
+    sa.Index("practice_by_block", assignments.c.block)
+    legacy.create_all(conn, tables=[practitioners, assignments], checkfirst=True)
+    for table in (practice_blocks_t, practice_responses_t):
         table.create(conn, checkfirst=True)  # with their indexes
 
 
@@ -87,9 +108,47 @@ def _migration_4(conn: Connection, store: Store) -> None:
     probes_t.create(conn, checkfirst=True)
 
 
+def _migration_5(conn: Connection, store: Store) -> None:
+    """The human reference that holds: a number per person (one pseudonym across blocks), released slots,
+    the slots of each block (top-up blocks have fewer), and the exclusion history.
+
+    Existing practitioners are numbered in the order they registered; existing exclusions become the
+    first entry of their history; existing blocks have no info row (they hold the configured N).
+    """
+    for statement in (
+        "ALTER TABLE practitioners ADD COLUMN number INTEGER",
+        "ALTER TABLE practice_assignments ADD COLUMN released_at DOUBLE PRECISION",
+        "ALTER TABLE practice_assignments ADD COLUMN released_reason TEXT",
+        "ALTER TABLE practice_assignments ADD COLUMN released_by TEXT",
+    ):
+        conn.execute(sa.text(statement))
+    people = conn.execute(
+        sa.select(practitioners_t.c.account).order_by(practitioners_t.c.created_at, practitioners_t.c.account)
+    ).scalars()
+    for number, account in enumerate(list(people), 1):
+        conn.execute(sa.update(practitioners_t).where(practitioners_t.c.account == account).values(number=number))
+    for index in practitioners_t.indexes:
+        if index.name == "practitioner_number":
+            index.create(conn)
+    for table in _PRACTICE_TABLES_5:
+        table.create(conn, checkfirst=True)
+    decided = conn.execute(sa.select(practitioners_t).where(practitioners_t.c.excluded_at.is_not(None))).mappings()
+    for p in list(decided):
+        conn.execute(
+            sa.insert(practice_exclusions_t).values(
+                account=p["account"],
+                excluded=p["excluded"],
+                reason=p["excluded_reason"] or "",
+                decided_by=p["excluded_by"] or "",
+                decided_at=p["excluded_at"],
+            )
+        )
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
     _migration_3,
     _migration_4,
+    _migration_5,
 ]  # version i+1 = MIGRATIONS[i]

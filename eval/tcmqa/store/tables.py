@@ -94,6 +94,7 @@ practitioners_t = sa.Table(
     sa.Column("excluded_reason", _T),
     sa.Column("excluded_at", _F),
     sa.Column("excluded_by", _T),
+    sa.Column("number", sa.Integer),  # the person's number (1, 2, ...): their pseudonym's seed, never reused
 )
 practice_blocks_t = sa.Table(
     "practice_blocks",
@@ -107,9 +108,30 @@ practice_assignments_t = sa.Table(
     _meta,
     sa.Column("account", _T, primary_key=True),
     sa.Column("block", sa.Integer, primary_key=True),
-    sa.Column("slot", sa.Integer, nullable=False),  # 0.. raters-1 within the block, never reused
-    sa.Column("user_id", sa.Integer, nullable=False, unique=True),  # the platform user id (export, pseudonym)
+    sa.Column("slot", sa.Integer, nullable=False),  # 0..raters-1 within the block; a released slot is refilled
+    sa.Column("user_id", sa.Integer, nullable=False, unique=True),  # a row number (1, 2, ...)
     sa.Column("assigned_at", _F, nullable=False),
+    sa.Column("released_at", _F),  # NULL: the account holds the slot; else it was freed for another
+    sa.Column("released_reason", _T),
+    sa.Column("released_by", _T),  # the admin, or "auto" (excluded or inactive, refilled)
+)
+practice_block_info_t = sa.Table(
+    "practice_block_info",
+    _meta,
+    sa.Column("block", sa.Integer, primary_key=True),
+    sa.Column("raters", sa.Integer, nullable=False),  # slots of the block: N, or fewer for a top-up block
+    sa.Column("kind", _T, nullable=False),  # "fresh" | "top_up"
+    sa.Column("created_at", _F, nullable=False),
+)
+practice_exclusions_t = sa.Table(
+    "practice_exclusions",
+    _meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("account", _T, nullable=False),
+    sa.Column("excluded", sa.Integer, nullable=False),  # 1 excluded, 0 re-included
+    sa.Column("reason", _T, nullable=False),
+    sa.Column("decided_by", _T, nullable=False),
+    sa.Column("decided_at", _F, nullable=False),
 )
 practice_responses_t = sa.Table(
     "practice_responses",
@@ -130,4 +152,5 @@ practice_responses_t = sa.Table(
 sa.Index("practice_block_item", practice_blocks_t.c.block, practice_blocks_t.c.item_id, unique=True)
 sa.Index("practice_by_block", practice_assignments_t.c.block)
 sa.Index("practice_responses_by_time", practice_responses_t.c.account, practice_responses_t.c.recorded_at)
-_PRACTICE_TABLES = (practitioners_t, practice_blocks_t, practice_assignments_t, practice_responses_t)
+sa.Index("practitioner_number", practitioners_t.c.number, unique=True)
+_PRACTICE_TABLES_5 = (practice_block_info_t, practice_exclusions_t)  # came with migration 5

@@ -7,27 +7,30 @@ gets a fixed private block of items (``block_size``, 150 by default), each block
 three domains, a difficulty 1-5, an optional flag with a comment, the seconds on the item and the
 seconds paused, then advances to the next unanswered item.
 
-* Assignment: a new account joins the oldest block that still has a free rater slot and shares no
-  item with its earlier blocks; otherwise a new block is drawn from the items that need raters most
-  (no rater in the imported study and in no practice block first, then the fewest), stratified by
-  (domain, source difficulty, answer type) in proportion to the pool, never an item the account had.
-  Items any rater flagged are not drawn. An excluded practitioner's slot is not reused.
+* Provenance: the imported study (``imported``) is read from a pinned source, never from what the
+  Space published (:class:`PracticeLoader`); every response row says its ``source`` ("study" or
+  "space"), its ``block`` and its ``rater_slot``.
+* Assignment (top-up first): a new account takes a free slot of an existing block (an excluded
+  practitioner's, a released one, or one whose practitioner answered nothing for ``abandon_after_s``);
+  else a top-up block of items the study or the Space left with fewer than N raters; else a fresh block
+  drawn stratified by (domain, source difficulty, answer type). Flagged items are never drawn, nor an
+  item the account had.
 * Idempotency: one response per (account, item) is a key of the store's table; a replayed or
   double-clicked submission records nothing new and returns the stored one.
-* Privacy: :meth:`Practice.current` returns an :class:`ItemView` without the reference answer; the
-  answer appears only in :meth:`Practice.report`, once the account's block is complete.
-* Pseudonyms: the platform user id of an assignment is ``block * raters + slot + 1`` (the platform's
-  ``block = (user_id - 1) // 3``), and the public practitioner id is ``ingest.pseudonym(user_id,
-  key)``: the export (:meth:`Practice.export_platform_db`) read by ``tcmqa build --platform-db`` gives
-  the same ids and blocks. New blocks are numbered after the imported study's blocks, so user ids
-  never collide with the study's.
+* Independence: :meth:`Practice.current` returns an :class:`ItemView` without the reference answer; the
+  answer appears only in :meth:`Practice.report`, once the account's block is complete; a block's
+  responses enter the configs the Space serves and publishes only once all its raters finished it.
+* People: one pseudonym per person ("S" + a keyed hash of the person's number, never an account name
+  nor a study id "P..."), derived when rows are published or exported: a key change renames, never
+  duplicates. The subset is the items with exactly N (``raters``) responses; the majority is strict.
 
 The package is split by concern; :class:`Practice` is composed once, here, from one mixin per module:
 
-    tcmqa.leaderboard.practice.core        the state, the accounts and their gate, the stored responses read
-    tcmqa.leaderboard.practice.assignment  blocks (stratified draw), assignment, the current item, submit
+    tcmqa.leaderboard.practice.core        the state, the accounts and their gate, the slot rules
+    tcmqa.leaderboard.practice.assignment  the slot plan (refill, top-up, fresh), the current item, submit
     tcmqa.leaderboard.practice.scoring     the block report, the responses/subset configs, the human reference
-    tcmqa.leaderboard.practice.admin       progress, exclusions, the export in the platform's format
+    tcmqa.leaderboard.practice.admin       progress, exclusions, slots, the export in the platform's format
+    tcmqa.leaderboard.practice.console     the study lead's tables: practitioners, flagged items, slots
     tcmqa.leaderboard.practice.text        the Markdown of the Practitioners tab
 """
 
@@ -35,21 +38,30 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from tcmqa.leaderboard.practice.admin import PLATFORM_NUMBER, PracticeAdmin
-from tcmqa.leaderboard.practice.assignment import MAX_COMMENT, ItemView, PracticeAssignment, stratified_draw
-from tcmqa.leaderboard.practice.core import NotAllowed
-from tcmqa.leaderboard.practice.scoring import PracticeScoring
+from tcmqa.leaderboard.practice.admin import PLATFORM_NUMBER
+from tcmqa.leaderboard.practice.assignment import (
+    MAX_COMMENT,
+    InvalidResponse,
+    ItemView,
+    PracticeAssignment,
+    stratified_draw,
+)
+from tcmqa.leaderboard.practice.console import PracticeConsole
+from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S, NotAllowed
 from tcmqa.leaderboard.practice.text import item_markdown, report_markdown
 from tcmqa.schema import DOMAINS
 from tcmqa.store import DailyCapReached, Store
 
 __all__ = [
+    "ABANDON_AFTER_S",
     "DOMAINS",
     "MAX_COMMENT",
     "PLATFORM_NUMBER",
     "DailyCapReached",
+    "InvalidResponse",
     "ItemView",
     "NotAllowed",
     "Practice",
@@ -60,32 +72,56 @@ __all__ = [
 ]
 
 
-class Practice(PracticeAssignment, PracticeScoring, PracticeAdmin):
+class Practice(PracticeAssignment, PracticeConsole):
     """Practitioner mode over one store and one corpus.
 
-    ``items``: corpus rows; ``imported``: the responses rows of the imported study (the built tree's
-    ``responses`` config), which count as raters already given; ``admins``: accounts allowed the
-    admin functions; ``daily_cap``: responses per account per UTC day (None: no cap).
+    ``items``: corpus rows; ``imported``: the imported study's response rows (rows whose ``source`` is
+    "space" are left out: the Space's own responses come from the store), which count as raters already
+    given; ``raters``: N per block; ``admins``: accounts allowed the admin functions; ``daily_cap``:
+    responses per account per UTC day (None: no cap); ``pseudonym_key``: the key of the public
+    pseudonyms (default ``TCMQA_PSEUDONYM_KEY``); ``abandon_after_s``: inactivity that frees a slot.
     """
 
 
 class PracticeLoader:
-    """A :class:`Practice` made on first use from the data the Space serves (its corpus and its
-    ``responses`` config, the imported study), so the web process starts without loading them."""
+    """A :class:`Practice` made on first use from the data the Space serves (its corpus) and the pinned
+    study, so the web process starts without loading them.
 
-    def __init__(self, data: str, store: Store, **options: Any):
+    The study's responses are read from ``study`` (default: ``data``) at ``study_revision``: never from
+    what the Space publishes, which is the same repo's ``responses`` config. A Hub study without a pinned
+    revision is refused (set ``TCMQA_STUDY_REVISION`` to the commit ``tcmqa publish`` made); a local tree
+    is never a publication target. Rows the Space published (``source`` "space") are left out either way.
+    """
+
+    def __init__(
+        self, data: str, store: Store, *, study: str | None = None, study_revision: str | None = None, **options: Any
+    ):
         self.data, self.store, self.options = data, store, options
+        self.study, self.study_revision = study or data, study_revision
         self._lock = threading.Lock()
         self._practice: Practice | None = None
+
+    def study_rows(self) -> list[dict]:
+        """The imported study's response rows, from the pinned source."""
+        from tcmqa.data import has_config, load_config
+
+        local = Path(self.study).expanduser().exists()
+        if not local and not self.study_revision:
+            raise ValueError(
+                f"the study's responses would be read from {self.study}, the repo the Space publishes to: "
+                "set TCMQA_STUDY_REVISION to the commit of the study's `tcmqa publish` (or TCMQA_STUDY to its tree)"
+            )
+        if not has_config(self.study, "responses"):
+            return []
+        return load_config(self.study, "responses", revision=self.study_revision).to_list()
 
     def get(self) -> Practice:
         with self._lock:
             if self._practice is None:
-                from tcmqa.data import has_config, load_config
+                from tcmqa.data import load_config
 
                 items = load_config(self.data, "corpus").to_list()
-                imported = load_config(self.data, "responses").to_list() if has_config(self.data, "responses") else []
-                self._practice = Practice(self.store, items, imported, **self.options)
+                self._practice = Practice(self.store, items, self.study_rows(), **self.options)
             return self._practice
 
     def reference_rows(self, evaluated: Sequence[dict]) -> list[dict]:

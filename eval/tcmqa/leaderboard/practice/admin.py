@@ -1,7 +1,9 @@
-"""The admin side of practitioner mode: progress per block, exclusions, the export for ``tcmqa build``.
+"""The admin side of practitioner mode: progress per block, exclusions, slots, the export for ``tcmqa build``.
 
-Only accounts in ``admins`` may call these. The export writes the annotation platform's SQLite format
-with pseudonymous users (``ingest.pseudonym``), so ``tcmqa build --platform-db`` reads it as the study.
+Only accounts in ``admins`` may call these. Every decision is stored with its reason, who decided and
+when, so it holds across restarts and republishing. The export writes the annotation platform's SQLite
+format with the export's own tables (``ingest.EXPORT_SCHEMA``) naming each user's pseudonym, block, slot
+and source, so ``tcmqa build --platform-db`` on it rebuilds the same ``responses`` and ``subset``.
 """
 
 from __future__ import annotations
@@ -11,78 +13,128 @@ import json
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from tcmqa.ingest import PLATFORM_SCHEMA, pseudonym
-from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore
+from tcmqa.ingest import EXPORT_SCHEMA, PLATFORM_SCHEMA
+from tcmqa.leaderboard.practice.core import NotAllowed
+from tcmqa.leaderboard.practice.scoring import PracticeScoring
 from tcmqa.schema import DOMAINS
 
 PLATFORM_NUMBER = {key: str(i) for i, key in enumerate(DOMAINS, 1)}  # domain key -> "1".."10"
+PROGRESS_COLUMNS = ["block", "kind", "items", "slots", "raters", "excluded", "responses", "finished", "open_slots"]
 
 
-class PracticeAdmin(PracticeCore):
-    """Admins only: progress, exclusions, the platform-database export."""
+class PracticeAdmin(PracticeScoring):
+    """Admins only: progress, exclusions, slots, the platform-database export."""
 
-    def _admin(self, account: str | None) -> None:
+    def _admin(self, account: str | None) -> str:
         if not account or account not in self.admins:
             raise NotAllowed("admins only")
+        return account
 
     def progress(self, admin: str | None) -> pd.DataFrame:
-        """Per block: items, raters assigned (excluded among them), responses, raters who finished."""
+        """Per block: kind, items, slots, raters holding a slot (excluded ones among all assigned),
+        responses and raters who finished (of those that count), open slots, published."""
         self._admin(admin)
-        sizes = self.store.practice_block_counts()
-        excluded = {p["account"] for p in self.store.practitioners() if p["excluded"]}
-        assigned: dict[int, list[str]] = collections.defaultdict(list)
-        for a in self.store.practice_assignments():
-            assigned[a["block"]].append(a["account"])
-        answered = collections.Counter((r["block"], r["account"]) for r in self.store.practice_responses())
+        snap = self.store.practice_snapshot()
+        published = self._finished_blocks(snap)
         rows = []
-        for block, size in sorted(sizes.items()):
-            accounts = assigned.get(block, [])
+        for block, items in sorted(snap.blocks.items()):
+            members = [a for a in snap.assignments if a["block"] == block]
+            counted = [a for a in members if self._counts(snap, a)]
             rows.append(
                 {
                     "block": block,
-                    "items": size,
-                    "raters": len(accounts),
-                    "excluded": sum(a in excluded for a in accounts),
-                    "responses": sum(answered[(block, a)] for a in accounts),
-                    "finished": sum(answered[(block, a)] >= size for a in accounts),
-                    "open_slots": max(0, self.raters - len(accounts)),
+                    "kind": snap.block_kind.get(block, "fresh"),
+                    "items": len(items),
+                    "slots": self._block_raters(snap, block),
+                    "raters": sum(self._holds(snap, a) for a in members),
+                    "excluded": sum(a["account"] in snap.excluded for a in members),
+                    "responses": sum(snap.activity.get((a["account"], block), (0, 0.0))[0] for a in counted),
+                    "finished": sum(self._finished(snap, a) for a in counted),
+                    "open_slots": self._block_raters(snap, block) - sum(self._holds(snap, a) for a in members),
+                    "published": block in published,
                 }
             )
-        return pd.DataFrame(
-            rows, columns=["block", "items", "raters", "excluded", "responses", "finished", "open_slots"]
-        )
+        return pd.DataFrame(rows, columns=[*PROGRESS_COLUMNS, "published"])
 
     def exclude(self, admin: str | None, account: str, reason: str, excluded: bool = True) -> None:
-        """Exclude a practitioner (their responses leave the configs and every human figure), with a reason."""
-        self._admin(admin)
+        """Exclude a practitioner, or re-include one (``excluded=False``), with a reason; both are kept.
+
+        An excluded practitioner's responses leave the configs, the subset and every human figure at once,
+        and their slot is offered to the next new practitioner. Re-included before that slot is refilled,
+        they hold it again and their responses come back; once refilled, their responses stay out (the
+        items were answered again by the new holder) and they get a new block when they return.
+        """
+        admin = self._admin(admin)
         if not (reason or "").strip():
-            raise ValueError("an exclusion needs a reason")
-        if not self.store.exclude_practitioner(account, reason.strip(), admin, excluded):  # type: ignore[arg-type]
+            raise ValueError(f"{'an exclusion' if excluded else 're-including'} needs a reason")
+        if not self.store.exclude_practitioner(account, reason.strip(), admin, excluded):
             raise ValueError(f"no practitioner {account!r}")
 
-    def export_platform_db(self, admin: str | None, path: str | os.PathLike, include_excluded: bool = False) -> Path:
-        """The practice responses in the annotation platform's SQLite format (``tcmqa build --platform-db``).
+    def include(self, admin: str | None, account: str, reason: str) -> None:
+        """Undo an exclusion, with its own reason (see :meth:`exclude`)."""
+        self.exclude(admin, account, reason, excluded=False)
 
-        Users are named by their pseudonym (no account names, e-mails or licence numbers); excluded
-        practitioners are left out unless asked.
+    def release_slot(self, admin: str | None, account: str, block: int, reason: str) -> None:
+        """Free the slot ``account`` holds in ``block`` for the next new practitioner, with a reason.
+
+        Their answers stay stored but leave the configs (the new holder answers the whole block).
+        """
+        admin = self._admin(admin)
+        if not (reason or "").strip():
+            raise ValueError("releasing a slot needs a reason")
+        if not self.store.release_practice_slot(account, int(block), reason.strip(), admin):
+            raise ValueError(f"{account!r} holds no slot in block {block}")
+
+    def reassign_slot(self, admin: str | None, block: int, slot: int, account: str, reason: str) -> dict[str, Any]:
+        """Give slot ``slot`` of ``block`` to ``account`` (a confirmed practitioner who never had this block),
+        releasing whoever held it; returns the new assignment."""
+        admin = self._admin(admin)
+        if not (reason or "").strip():
+            raise ValueError("reassigning a slot needs a reason")
+        snap = self.store.practice_snapshot()
+        if int(block) not in snap.blocks:
+            raise ValueError(f"no practice block {block}")
+        if not 0 <= int(slot) < self._block_raters(snap, int(block)):
+            raise ValueError(f"block {block} has slots 0..{self._block_raters(snap, int(block)) - 1}, not {slot}")
+        try:
+            self._allowed(account)
+        except NotAllowed as err:
+            raise ValueError(f"{account!r} cannot take a slot: {err}") from None
+        return self.store.reassign_practice_slot(int(block), int(slot), account, reason.strip(), admin)
+
+    def export_platform_db(self, admin: str | None, path: str | os.PathLike) -> Path:
+        """The whole study (the imported study and the Space's published responses: :meth:`configs`) in the
+        annotation platform's SQLite format, for ``tcmqa build --platform-db``.
+
+        Users are named by their pseudonym (no account names, e-mails or licence numbers); one platform
+        user per (person, block), as on the platform; ``tcmqa_raters`` names each one's pseudonym, block,
+        slot and source and ``tcmqa_study`` the raters per item, so the rebuild has the same rows.
         """
         self._admin(admin)
         path = Path(path)
         if path.exists():
             path.unlink()
-        pairs = self._included(include_excluded)
+        rows = self.configs()["responses"]
+        users: dict[tuple[str, str, int], int] = {}
+        for r in sorted(rows, key=lambda r: (r["source"] != "study", r["block"], r["rater_slot"] or 0)):
+            users.setdefault((r["source"], r["practitioner_id"], r["block"]), len(users) + 1)
+        assigned: dict[int, list[str]] = collections.defaultdict(list)
+        for r in rows:
+            assigned[users[(r["source"], r["practitioner_id"], r["block"])]].append(r["item_id"])
+        slot_of = {(r["source"], r["practitioner_id"], r["block"]): r["rater_slot"] for r in rows}
         con = sqlite3.connect(path)
         try:
-            con.executescript(PLATFORM_SCHEMA)
-            item_ids = sorted({r["item_id"] for r, _ in pairs})
+            con.executescript(PLATFORM_SCHEMA + EXPORT_SCHEMA)
+            item_ids = sorted({r["item_id"] for r in rows})
             con.executemany(
                 "INSERT INTO questions VALUES (?, ?, ?, ?)",
                 [
                     (
-                        self.items[i]["id"],
+                        i,
                         self.items[i]["question"],
                         json.dumps(self.items[i]["options"], ensure_ascii=False),
                         "".join(self.items[i]["answer"]),
@@ -90,31 +142,32 @@ class PracticeAdmin(PracticeCore):
                     for i in item_ids
                 ],
             )
-            users: dict[int, list[str]] = collections.defaultdict(list)
-            for r, a in pairs:
-                users[a["user_id"]].append(r["item_id"])
             con.executemany(
                 "INSERT INTO user VALUES (?, ?, ?)",
-                [(u, pseudonym(u, self.pseudonym_key), json.dumps(sorted(ids))) for u, ids in sorted(users.items())],
+                [(u, pid, json.dumps(sorted(assigned[u]))) for (_, pid, _), u in users.items()],
             )
-            rows = []
-            for r, a in pairs:
-                selected = json.loads(r["selected"])
-                item = self.items[r["item_id"]]
-                rows.append(
+            con.executemany(
+                "INSERT INTO tcmqa_raters VALUES (?, ?, ?, ?, ?)",
+                [(u, pid, block, slot_of[(source, pid, block)], source) for (source, pid, block), u in users.items()],
+            )
+            con.execute("INSERT INTO tcmqa_study VALUES (?)", (self.raters,))
+            con.executemany(
+                "INSERT INTO user_interactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
                     (
-                        a["user_id"],
-                        item["id"],
-                        int(selected == list(item["answer"])),
-                        json.dumps(selected) if len(selected) > 1 else selected[0],
+                        users[(r["source"], r["practitioner_id"], r["block"])],
+                        r["item_id"],
+                        int(r["correct"]),
+                        json.dumps(r["selected"]) if len(r["selected"]) > 1 else "".join(r["selected"]),
                         r["seconds"] or 0.0,
                         r["seconds_paused"] or 0.0,
-                        json.dumps([PLATFORM_NUMBER[k] for k in json.loads(r["domains"])]),
+                        json.dumps([PLATFORM_NUMBER[k] for k in r["domains"]]),
                         r["difficulty"],
-                        r["flagged"],
+                        int(r["flagged"]),
                     )
-                )
-            con.executemany("INSERT INTO user_interactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                    for r in rows
+                ],
+            )
             con.commit()
         finally:
             con.close()

@@ -1,8 +1,9 @@
-"""Blocks and the practitioner's way through one: the stratified draw, the assignment, the item, the answer.
+"""Blocks and the practitioner's way through one: the slot plan, the stratified draw, the item, the answer.
 
-A new block is drawn from the items that need raters most, stratified by (domain, source difficulty,
-answer type); an account gets one block at a time (``Store.assign_practice_block`` makes it atomic),
-sees its next unanswered item without the answer (:class:`ItemView`) and submits one response per item.
+A new practitioner refills a free slot first, then tops up items that lack raters, then gets a fresh
+block stratified by (domain, source difficulty, answer type) (:meth:`PracticeAssignment._plan`, run inside
+``Store.assign_practice_block``'s transaction); they see their next unanswered item without the answer
+(:class:`ItemView`) and submit one complete response per item.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import math
 import random
 from collections.abc import Sequence
 from typing import Any
 
 from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore
 from tcmqa.schema import DOMAINS, MAX_DOMAINS_PER_RESPONSE
+from tcmqa.store.practice import PracticeSnapshot, SlotPlan
 from tcmqa_metric import LETTERS
 
 MAX_COMMENT = 500
@@ -69,32 +72,107 @@ def stratified_draw(pool: Sequence[dict], n: int, seed: int) -> list[dict]:
     return chosen
 
 
-class PracticeAssignment(PracticeCore):
-    """Blocks: drawn, assigned, shown item by item, answered."""
+class InvalidResponse(ValueError):
+    """A submission that is not a complete record; ``field`` names what to fix (the tab shows it inline)."""
 
-    def _make_block(self, per_block_item: dict[str, int], used: set[str]) -> list[str]:
-        """Items for a new block: those needing raters most, stratified; never one the account had."""
-        by_need: dict[int, list[dict]] = collections.defaultdict(list)
-        for item_id, item in self.items.items():
-            if item_id in used or item.get("flagged"):
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class PracticeAssignment(PracticeCore):
+    """Blocks: drawn (top-up first), assigned slot by slot, shown item by item, answered."""
+
+    def _planned(self, snap: PracticeSnapshot) -> collections.Counter[str]:
+        """Raters each item has or will have: the study's responses plus every practice block's slots."""
+        planned = collections.Counter(self.imported_raters)
+        for block, items in snap.blocks.items():
+            for item_id in items:
+                planned[item_id] += self._block_raters(snap, block)
+        return planned
+
+    def _plan(self, snap: PracticeSnapshot, account: str) -> SlotPlan | None:
+        """Where a practitioner goes next, in this order:
+
+        1. a free slot of an existing block, oldest first (a released, excluded or inactive practitioner's
+           slot is refilled; the stale holder is released), sharing no item with the account's blocks;
+        2. a top-up block: items of the study or of the Space with some but fewer than N raters, those
+           missing the fewest raters first, grouped into a block with as many slots as they miss;
+        3. a fresh block of items nobody rated, stratified; None when no item is left.
+
+        Items flagged (in the corpus or here) and items the account already had are never drawn.
+        """
+        mine = [a for a in snap.assignments if a["account"] == account]
+        had = {a["block"] for a in mine}
+        used = {item for a in mine for item in snap.blocks.get(a["block"], [])}
+        for block in sorted(snap.blocks):
+            if block in had or used & set(snap.blocks[block]):
                 continue
-            raters = self.imported_raters[item_id] + self.raters * per_block_item.get(item_id, 0)
-            by_need[raters].append(item)
-        chosen: list[dict] = []
-        for raters in sorted(by_need):  # 0 raters first: a block of three completes them exactly
-            want = self.block_size - len(chosen)
-            if want <= 0:
-                break
-            chosen.extend(stratified_draw(by_need[raters], want, self.seed + len(per_block_item) + raters))
-        return [i["id"] for i in chosen]
+            members = [a for a in snap.assignments if a["block"] == block]
+            taken = {a["slot"] for a in members if self._holds(snap, a)}
+            free = [slot for slot in range(self._block_raters(snap, block)) if slot not in taken]
+            if free:
+                stale = tuple(
+                    (a["account"], block, self._release_reason(snap, a))
+                    for a in members
+                    if a["slot"] == free[0] and a["released_at"] is None
+                )
+                return SlotPlan(block=block, slot=free[0], release=stale)
+        planned = self._planned(snap)
+        skip = used | self._space_flagged(snap)
+        pool = {i: item for i, item in self.items.items() if i not in skip and not item.get("flagged")}
+        missing: dict[int, list[dict]] = collections.defaultdict(list)
+        for item_id, item in pool.items():
+            if 0 < planned[item_id] < self.raters:
+                missing[self.raters - planned[item_id]].append(item)
+        new_block = max([self.first_block - 1, *snap.blocks]) + 1
+        seed = self.seed + new_block
+        if missing:
+            need = min(missing)
+            items = stratified_draw(missing[need], self.block_size, seed)
+            return SlotPlan(new_block, 0, [i["id"] for i in items], raters=need, kind="top_up")
+        fresh = [item for item_id, item in pool.items() if planned[item_id] == 0]
+        if not fresh:
+            return None
+        items = stratified_draw(fresh, self.block_size, seed)
+        return SlotPlan(new_block, 0, [i["id"] for i in items], raters=self.raters, kind="fresh")
+
+    def _release_reason(self, snap: PracticeSnapshot, a: dict) -> str:
+        if a["account"] in snap.excluded:
+            return "excluded"
+        return f"inactive for more than {self.abandon_after_s / 86400:g} days; refilled"
 
     def assignment(self, account: str | None, next_block: bool = False) -> dict[str, Any] | None:
-        """The account's current block assignment, made on first call; ``next_block`` after finishing one."""
+        """The account's current block assignment, made on first call; ``next_block`` after finishing one.
+
+        A practitioner whose slot was released (inactive, or by an admin) gets a new one on the next call.
+        """
         account = self._allowed(account)
-        current = self.store.practice_assignments(account)
+        current = [a for a in self.store.practice_assignments(account) if a["released_at"] is None]
         if next_block and current and not self._complete(account, current[-1]["block"]):
             next_block = False  # a block is finished before the next is given
-        return self.store.assign_practice_block(account, self.raters, self.first_block, self._make_block, next_block)
+        return self.store.assign_practice_block(account, self._plan, next_block)
+
+    def next_block_completes(self, account: str | None = None) -> int:
+        """How many subset items the block the account would be given next completes: items that reach
+        exactly N raters once that block's raters have all answered it (nothing is assigned here).
+
+        A top-up block completes every one of its items with fewer responses than a fresh block; 0 when
+        no item is left to assign.
+        """
+        snap = self.store.practice_snapshot()
+        plan = self._plan(snap, account or "")
+        if plan is None:
+            return 0
+        planned = self._planned(snap)
+        if plan.items is None:  # a free slot of a block already counted in ``planned``
+            items, extra = snap.blocks[plan.block], 0
+        else:
+            items, extra = plan.items, plan.raters or 0
+        flagged = self._space_flagged(snap)
+        return sum(
+            planned[i] + extra == self.raters and i not in flagged and not self.items[i].get("flagged") for i in items
+        )
 
     def _complete(self, account: str, block: int) -> bool:
         return len(self._answered(account, block)) >= len(self.store.practice_block_items(block))
@@ -134,46 +212,89 @@ class PracticeAssignment(PracticeCore):
         seconds: float | None = None,
         seconds_paused: float | None = None,
     ) -> tuple[bool, ItemView | None]:
-        """Record one response; returns (recorded, the next item). A replay records nothing new.
+        """Record one complete response; returns (recorded, the next item). A replay records nothing new.
 
-        The item must be in the account's own block; letters within A-E (one for a single-answer
-        item); up to three domains of the ten; difficulty 1-5; the comment is cut to 500 characters.
+        The item must be in a block the account holds. Required, as on every response of the paper's
+        study: the answer (letters within A-E, one for a single-answer item), a difficulty 1-5 and one to
+        three domains of the ten, the seconds on the item; optional: the flag and its comment (cut to 500
+        characters) and the seconds paused (0). Seconds are non-negative and paused is at most the total.
+        A missing or wrong field raises :class:`InvalidResponse` (a ValueError) naming it.
         """
         account = self._allowed(account)
         item_id = str(item_id)
         position = block_of_item = None
         for a in self.store.practice_assignments(account):
             items = self.store.practice_block_items(a["block"])
-            if item_id in items:
+            if item_id in items and a["released_at"] is None:
                 position, block_of_item = items.index(item_id), a["block"]
         if position is None or item_id not in self.items:
             raise NotAllowed(f"item {item_id} is not in your block")
-        raw = [selected] if isinstance(selected, str) else list(selected or [])
-        letters = sorted({c for x in raw for c in str(x).upper() if not c.isspace() and c not in ",;、"})
-        if not letters or any(x not in LETTERS for x in letters):
-            raise ValueError("choose at least one answer letter among A-E")
-        if self.items[item_id]["answer_type"] == "single" and len(letters) != 1:
-            raise ValueError("this is a single-answer item: choose exactly one letter")
-        keys = [d for d in DOMAINS if d in set(domains)]
-        unknown = set(domains) - set(DOMAINS)
-        if unknown:
-            raise ValueError(f"unknown domain(s) {sorted(unknown)}")
-        if len(keys) > MAX_DOMAINS_PER_RESPONSE:
-            raise ValueError(f"choose at most {MAX_DOMAINS_PER_RESPONSE} domains")
-        if difficulty is not None and not 1 <= int(difficulty) <= 5:
-            raise ValueError("difficulty is 1 (easiest) to 5 (hardest)")
         row = {
             "account": account,
             "item_id": item_id,
             "block": block_of_item,
             "position": position,
-            "selected": json.dumps(letters),
-            "domains": json.dumps(keys),
-            "difficulty": None if difficulty is None else int(difficulty),
+            **self._complete_record(item_id, selected, domains, difficulty, seconds, seconds_paused),
             "flagged": int(bool(flagged)),
             "comment": (comment or "").strip()[:MAX_COMMENT] or None,
-            "seconds": None if seconds is None else max(0.0, float(seconds)),
-            "seconds_paused": None if seconds_paused is None else max(0.0, float(seconds_paused)),
         }
         recorded, _ = self.store.record_practice_response(row, self.daily_cap)
         return recorded, self.current(account)
+
+    def _complete_record(
+        self,
+        item_id: str,
+        selected: Sequence[str] | str,
+        domains: Sequence[str],
+        difficulty: int | None,
+        seconds: float | None,
+        seconds_paused: float | None,
+    ) -> dict[str, Any]:
+        """The checked fields of a response, as stored; :class:`InvalidResponse` names the first wrong one."""
+        raw = [selected] if isinstance(selected, str) else list(selected or [])
+        letters = sorted({c for x in raw for c in str(x).upper() if not c.isspace() and c not in ",;、"})
+        if not letters or any(x not in LETTERS for x in letters):
+            raise InvalidResponse("answer", "choose at least one answer letter among A-E")
+        if self.items[item_id]["answer_type"] == "single" and len(letters) != 1:
+            raise InvalidResponse("answer", "this is a single-answer item: choose exactly one letter")
+        if difficulty is None or str(difficulty).strip() == "":
+            raise InvalidResponse("difficulty", "rate the difficulty for you, 1 (easiest) to 5 (hardest)")
+        try:
+            level = int(difficulty)
+        except (TypeError, ValueError):
+            raise InvalidResponse(
+                "difficulty", f"difficulty is 1 (easiest) to 5 (hardest), not {difficulty!r}"
+            ) from None
+        if not 1 <= level <= 5:
+            raise InvalidResponse("difficulty", f"difficulty is 1 (easiest) to 5 (hardest), not {level}")
+        unknown = set(domains or ()) - set(DOMAINS)
+        if unknown:
+            raise InvalidResponse("domains", f"unknown domain(s) {sorted(unknown)}")
+        keys = [d for d in DOMAINS if d in set(domains or ())]
+        if not keys:
+            raise InvalidResponse("domains", f"choose at least one domain (at most {MAX_DOMAINS_PER_RESPONSE})")
+        if len(keys) > MAX_DOMAINS_PER_RESPONSE:
+            raise InvalidResponse("domains", f"choose at most {MAX_DOMAINS_PER_RESPONSE} domains")
+        if seconds is None:
+            raise InvalidResponse("seconds", "the seconds spent on the item are required")
+        total = self._seconds("seconds", seconds)
+        paused = self._seconds("seconds_paused", 0.0 if seconds_paused is None else seconds_paused)
+        if paused > total:
+            raise InvalidResponse("seconds_paused", f"paused {paused:g} s is more than the {total:g} s on the item")
+        return {
+            "selected": json.dumps(letters),
+            "domains": json.dumps(keys),
+            "difficulty": level,
+            "seconds": total,
+            "seconds_paused": paused,
+        }
+
+    @staticmethod
+    def _seconds(field: str, value: float) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise InvalidResponse(field, f"not a number of seconds: {value!r}") from None
+        if not math.isfinite(number) or number < 0:
+            raise InvalidResponse(field, f"seconds are a finite number at least 0, not {value!r}")
+        return number

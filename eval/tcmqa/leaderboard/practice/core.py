@@ -1,10 +1,11 @@
-"""What every part of practitioner mode builds on: one store, one corpus and the settings; the accounts.
+"""What every part of practitioner mode builds on: one store, one corpus and the settings; the accounts; the slots.
 
 :class:`PracticeCore` holds the state (the parameters are :class:`tcmqa.leaderboard.practice.Practice`'s),
 an account's standing (signed in, licence confirmed, excluded) and the gate every practitioner action
-passes, and the two views of the stored responses the other parts read: an account's answers in a
-block, and the responses of practitioners not excluded. The parts (assignment, scoring, admin) are
-mixins over it, composed into ``Practice``.
+passes, and the one home of the slot rules every other part reads: which assignment holds its slot
+(:meth:`PracticeCore._holds`), whose responses count (:meth:`PracticeCore._counts`) and which blocks all
+their raters have finished (:meth:`PracticeCore._finished_blocks`). The parts (assignment, scoring, admin,
+console) are mixins over it, composed into ``Practice``.
 """
 
 from __future__ import annotations
@@ -15,17 +16,32 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY
-from tcmqa.schema import BLOCK_SIZE, RATERS_PER_ITEM
+from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY, person_pseudonym
+from tcmqa.schema import BLOCK_SIZE, RATERS_PER_ITEM, SPACE, STUDY
 from tcmqa.store import Store
+from tcmqa.store.practice import PracticeSnapshot
+
+ABANDON_AFTER_S = 14 * 86400.0  # a slot whose practitioner answered nothing for this long is offered to another
 
 
 class NotAllowed(Exception):
     """The account may not do this (not signed in, not confirmed, excluded, not its item, not an admin)."""
 
 
+def study_rows(imported: Iterable[dict]) -> list[dict]:
+    """The imported study's response rows with their provenance: ``source`` "study" (rows published by
+    the Space, ``source`` "space", are never the study and are left out) and ``rater_slot`` (None when the
+    source did not record it)."""
+    rows = []
+    for r in imported:
+        if (r.get("source") or STUDY) == SPACE:
+            continue
+        rows.append({**r, "source": STUDY, "rater_slot": r.get("rater_slot")})
+    return rows
+
+
 class PracticeCore:
-    """The state and the account gate of :class:`tcmqa.leaderboard.practice.Practice` (its parameters)."""
+    """The state, the account gate and the slot rules of :class:`tcmqa.leaderboard.practice.Practice`."""
 
     def __init__(
         self,
@@ -38,22 +54,26 @@ class PracticeCore:
         daily_cap: int | None = None,
         admins: Iterable[str] = (),
         pseudonym_key: str | None = None,
+        abandon_after_s: float = ABANDON_AFTER_S,
         seed: int = 0,
     ):
+        if int(raters) < 1:
+            raise ValueError(f"raters per block must be at least 1, not {raters}")
         self.store = store
         self.items = {str(i["id"]): dict(i) for i in items}
-        self.imported = [dict(r) for r in imported]
+        self.imported = study_rows(imported)
         self.block_size = int(block_size)
         self.raters = int(raters)
         self.daily_cap = daily_cap
         self.admins = set(admins)
         self.pseudonym_key = pseudonym_key or os.environ.get("TCMQA_PSEUDONYM_KEY") or DEFAULT_PSEUDONYM_KEY
+        self.abandon_after_s = float(abandon_after_s)
         self.seed = seed
         self.imported_raters = collections.Counter(r["item_id"] for r in self.imported)
         blocks = [int(r["block"]) for r in self.imported if r.get("block") is not None]
         self.first_block = max(blocks) + 1 if blocks else 0
         self._cache_lock = threading.Lock()
-        self._cache: tuple[str, Any] | None = None
+        self._cache: tuple[tuple[str, bool], Any] | None = None
 
     def status(self, account: str | None) -> dict[str, Any]:
         """What the account may do now: signed in, confirmed, excluded (its reason is not shown to others)."""
@@ -88,12 +108,55 @@ class PracticeCore:
     def _answered(self, account: str, block: int) -> dict[str, dict]:
         return {r["item_id"]: r for r in self.store.practice_responses(account=account, block=block)}
 
-    def _included(self, include_excluded: bool = False) -> list[tuple[dict, dict]]:
-        """(response, assignment) pairs of the practice responses, excluded practitioners left out."""
-        excluded = set() if include_excluded else {p["account"] for p in self.store.practitioners() if p["excluded"]}
-        assigned = {(a["account"], a["block"]): a for a in self.store.practice_assignments()}
+    # -- the slot rules ---------------------------------------------------------------------------
+    def _block_raters(self, snap: PracticeSnapshot, block: int) -> int:
+        """The block's slots: its own (a top-up block has fewer), or N for blocks made before they were kept."""
+        return snap.block_raters.get(block, self.raters)
+
+    def _finished(self, snap: PracticeSnapshot, a: dict) -> bool:
+        answered, _ = snap.activity.get((a["account"], a["block"]), (0, 0.0))
+        return answered >= len(snap.blocks.get(a["block"], []))
+
+    def _counts(self, snap: PracticeSnapshot, a: dict) -> bool:
+        """Whether an assignment's responses count: not released, and its practitioner not excluded.
+
+        A released slot's responses stay stored but never count: its items are answered again by the
+        practitioner who refills it, and an item has exactly N responses in the subset.
+        """
+        return a["released_at"] is None and a["account"] not in snap.excluded
+
+    def _holds(self, snap: PracticeSnapshot, a: dict) -> bool:
+        """Whether an assignment holds its slot: it counts, and its practitioner finished the block or
+        answered something within ``abandon_after_s`` (else the slot is offered to the next new practitioner)."""
+        if not self._counts(snap, a):
+            return False
+        if self._finished(snap, a):
+            return True
+        _, last = snap.activity.get((a["account"], a["block"]), (0, 0.0))
+        return snap.now - max(last, a["assigned_at"]) <= self.abandon_after_s
+
+    def _finished_blocks(self, snap: PracticeSnapshot) -> set[int]:
+        """Blocks whose every slot is filled by a counted practitioner who finished it: only these are published."""
+        done: collections.Counter[int] = collections.Counter(
+            a["block"] for a in snap.assignments if self._counts(snap, a) and self._finished(snap, a)
+        )
+        return {b for b in snap.blocks if done[b] >= self._block_raters(snap, b)}
+
+    def _pseudonyms(self) -> dict[str, str]:
+        """Account -> its one public pseudonym (from the person number, never the account name)."""
+        return {p["account"]: person_pseudonym(p["number"], self.pseudonym_key) for p in self.store.practitioners()}
+
+    def _space_flagged(self, snap: PracticeSnapshot) -> set[str]:
+        """Items a practitioner here flagged (excluded practitioners' flags left out)."""
+        return {item for item, accounts in snap.flagged_by.items() if accounts - snap.excluded}
+
+    def _published(self, snap: PracticeSnapshot | None = None) -> list[tuple[dict, dict]]:
+        """(response, assignment) pairs that are published: counted assignments of finished blocks."""
+        snap = snap or self.store.practice_snapshot()
+        finished = self._finished_blocks(snap)
+        counted = {(a["account"], a["block"]): a for a in snap.assignments if self._counts(snap, a)}
         return [
-            (r, assigned[(r["account"], r["block"])])
+            (r, counted[(r["account"], r["block"])])
             for r in self.store.practice_responses()
-            if r["account"] not in excluded and r["item_id"] in self.items
+            if r["block"] in finished and (r["account"], r["block"]) in counted and r["item_id"] in self.items
         ]

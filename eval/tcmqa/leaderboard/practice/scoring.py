@@ -8,15 +8,16 @@ subset's majority vote is the human reference the leaderboard sets beside each m
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
 
-from tcmqa.ingest import BuildReport, make_subset, pseudonym
+from tcmqa.ingest import BuildReport, make_subset
 from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore
-from tcmqa.schema import DOMAINS, RATERS_PER_ITEM
+from tcmqa.schema import DOMAINS, SPACE
 
 
 class PracticeScoring(PracticeCore):
@@ -95,11 +96,14 @@ class PracticeScoring(PracticeCore):
         return out.sort_values("accuracy", ascending=False).reset_index(drop=True)
 
     def response_rows(self) -> list[dict]:
-        """Practice responses as rows of the ``responses`` config (pseudonymous ids, no account names)."""
+        """The Space's published responses as rows of the ``responses`` config: only blocks all of whose
+        raters have finished them (independence), excluded practitioners and released slots left out, one
+        pseudonym per person (``source`` "space", the block and the rater slot say where each came from)."""
+        names = self._pseudonyms()
         rows = []
-        for r, a in self._included():
+        for r, a in self._published():
             item = self.items[r["item_id"]]
-            pid = pseudonym(a["user_id"], self.pseudonym_key)
+            pid = names[r["account"]]
             selected = json.loads(r["selected"])
             domains = json.loads(r["domains"])
             rows.append(
@@ -107,7 +111,9 @@ class PracticeScoring(PracticeCore):
                     "response_id": f"{pid}-{item['id']}",
                     "item_id": item["id"],
                     "practitioner_id": pid,
-                    "block": (a["user_id"] - 1) // RATERS_PER_ITEM,
+                    "source": SPACE,
+                    "block": a["block"],
+                    "rater_slot": a["slot"],
                     "selected": selected,
                     "correct": selected == list(item["answer"]),
                     "domains": domains,
@@ -121,21 +127,29 @@ class PracticeScoring(PracticeCore):
         return rows
 
     def configs(self, include_flagged: bool = False) -> dict[str, list[dict]]:
-        """The ``responses`` and ``subset`` configs: the imported study plus the practice responses.
+        """The ``responses`` and ``subset`` configs the Space serves and publishes: the pinned study's rows
+        plus :meth:`response_rows`; the subset is ``ingest.make_subset`` with this Space's N.
 
-        Cached on the store's practice version (a new response or an exclusion rebuilds them).
+        Cached on the store's practice version (a response, an exclusion or a slot change rebuilds them).
         """
         version = self.store.practice_version()
         with self._cache_lock:
-            if self._cache is not None and self._cache[0] == version:
+            if self._cache is not None and self._cache[0] == (version, include_flagged):
                 return self._cache[1]
-        seen = {r["response_id"] for r in self.imported}
-        responses = self.imported + [r for r in self.response_rows() if r["response_id"] not in seen]
-        subset = make_subset(responses, self.items, BuildReport(), include_flagged)
+        responses = self.imported + self.response_rows()
+        subset = make_subset(responses, self.items, BuildReport(), include_flagged, self.raters)
         tables = {"responses": responses, "subset": subset}
         with self._cache_lock:
-            self._cache = (version, tables)
+            self._cache = ((version, include_flagged), tables)
         return tables
+
+    def published_version(self) -> str:
+        """A digest of what :meth:`configs` publishes: unchanged while only open blocks are answered, so
+        the publisher commits nothing new until a block is finished, excluded or released."""
+        digest = hashlib.sha256()
+        for r in sorted(self.configs()["responses"], key=lambda r: r["response_id"]):
+            digest.update(f"{r['response_id']}:{r['selected']}:{r['block']}:{r['rater_slot']}\n".encode())
+        return digest.hexdigest()[:16]
 
     def human_reference(self, item_ids: Iterable[str] | None = None) -> tuple[float | None, int]:
         """The practitioners' majority vote (percent) on the subset items (those of ``item_ids``), and n."""
