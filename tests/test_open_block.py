@@ -1,0 +1,333 @@
+"""Independence: no endpoint of the Space returns the reference answer, the explanation, another rater's
+answer or a model's output for an item in an open practitioner block (the caller's among them).
+
+The Space runs for real (local mode, SQLite, practitioner mode on, blocks of 5, 3 raters); its data is
+the demo items with a distinctive explanation each (``EXPLAIN-<id>``), the imported study covering the
+first 16; one evaluated model whose output on each item says ``MODEL-SAID-<id>``. Practitioner ``ann``
+opens a block and answers two items; ``corater-bo`` finishes the same block (so a co-rater's answers
+exist for every item of ann's open block); ``corater-cy`` answers one. Then:
+
+* every endpoint the app declares (``demo.fns``: named and private) is listed in :data:`ENDPOINTS`,
+  so a new one fails :func:`test_open_block_every_endpoint_is_listed` until it is classified;
+* every endpoint the API exposes is called through gradio_client as ann and anonymously, with each
+  open item as the item argument: no reply holds an explanation, a model output, ``**Answer:**``, a
+  co-rater's account or a practitioner's answer row of an open item (the explorer's own reply is
+  checked by structure: the question and options, the withheld note, empty tables);
+* in Chromium, ann signs in on the Practitioners tab and looks every open item up in the Item
+  explorer: every response the page received (``page.on("response")``, the queue's event streams read
+  through the page's own fetch) is searched the same way, and so is the page's text;
+* control: an item of no open block shows its answer, explanation, the study's responses and the
+  model's output, through the API and in the page, so the searches are not vacuous;
+* finishing the block (ann and cy answer the rest) releases the items: the explorer shows them.
+
+Run with ``pytest -k open_block``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from gradio_client import Client
+from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
+from space_fixtures import BROWSER, CHROMIUM, SHOTS, hub_models, launch, local_settings, open_chromium
+
+from tcmqa.build import build
+from tcmqa.data import load_config
+from tcmqa.leaderboard.explorer import WITHHELD, open_block_items
+from tcmqa.leaderboard.practice import PracticeLoader
+from tcmqa.prompts import PROTOCOL
+from tcmqa.schema import OUTPUTS
+from tcmqa.store import SQLiteStore
+
+BLOCK, RATERS = 5, 3
+ANN, BO, CY = "ann", "corater-bo", "corater-cy"
+ANSWER_MARK = "**Answer:**"
+
+# Every event the Space wires, by the name of the function behind it (api_name, or the function where the
+# endpoint is private), and what it returns of an item. A new endpoint fails the listing test until added.
+ENDPOINTS: dict[str, str] = {
+    # Item explorer
+    "item": "show_item: one item; withholds answer, explanation, responses and outputs of open-block items",
+    # Board and plots: per-model aggregates and the reference row, no item
+    "board": "show_board: the leaderboard rows",
+    "show_board": "show_board (private: a filter control changed): the leaderboard rows",
+    "refresh_families": "refresh_families (private): the family choices",
+    "plots": "show_plots: board aggregates for the two plots",
+    # Submit and queue: no item
+    "submit": "submit: a model submission's verdict and job id",
+    "job": "the job's status markdown",
+    "queue": "show_queue: the jobs table",
+}
+# The Practitioners tab (U's): the caller's own current item without its answer; the block report and review
+# (answers, explanations, co-raters) only for a block the caller finished; admin endpoints refuse non-admins.
+PRACTICE_PREFIXES = ("practice", "console", "admin", "pause", "heartbeat", "review", "resume", "next_block")
+
+
+def _classified(name: str) -> bool:
+    return name in ENDPOINTS or name.startswith(PRACTICE_PREFIXES) or name.lstrip("_").startswith(PRACTICE_PREFIXES)
+
+
+@pytest.fixture(scope="module")
+def explained_tree(tmp_path_factory) -> Path:
+    """The demo items with an explanation each; the imported study (block 0, three raters) covers the first 16."""
+    root = tmp_path_factory.mktemp("open-block")
+    items = [{**i, "explanation": f"EXPLAIN-{i['question_id']}: 解析"} for i in read_jsonl(DEMO_ITEMS)]
+    path = root / "items.jsonl"
+    path.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
+    rated = {i["question_id"] for i in items[:16]}
+    db = write_platform_db(root / "p.sqlite", items, [r for r in demo_interactions(items) if r[1] in rated])
+    build([str(path)], root / "tree", str(db))
+    return root / "tree"
+
+
+def _evaluated(store: SQLiteStore, tree: Path, folder: Path) -> None:
+    """One finished evaluation on every item; its text on each item is MODEL-SAID-<id>."""
+    corpus = load_config(str(tree), "corpus").to_list()
+    rows = [
+        {
+            "model": "org/model",
+            "item_id": item["id"],
+            "answer_type": item["answer_type"],
+            "generated_text": f"MODEL-SAID-{item['id']}",
+            "prediction": item["answer"],
+            "correct": True,
+            "protocol": PROTOCOL,
+            "revision": "a" * 40,
+        }
+        for item in corpus
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=OUTPUTS.arrow_schema), folder / "part-00000.parquet")
+    store.submit("org/model", "a" * 40, PROTOCOL, "local")
+    job = store.claim("w")
+    assert job is not None
+    row = {"model": "org/model", "origin": "evaluated", "family": "Qwen2", "params_b": 0.5, "full": 100.0}
+    assert store.finish(
+        job, {**row, "protocol": PROTOCOL, "coverage": 100.0, "revision": "a" * 40}, [folder / "part-00000.parquet"]
+    )
+
+
+def _answer(practice: Any, account: str, n: int | None = None) -> list[str]:
+    """The account confirms, takes its block and answers ``n`` items (all: None), wrong on purpose
+    where it can be; returns the block's items."""
+    p = practice.get()
+    p.confirm(account, True)
+    assignment = p.assignment(account)
+    assert assignment is not None
+    items = p.store.practice_block_items(assignment["block"])
+    answered = 0
+    while n is None or answered < n:
+        view = p.current(account)
+        if view is None:
+            break
+        letters = ["A", "B"] if view.answer_type == "multi" else ["C"]
+        p.submit(account, view.item_id, letters, ["other"], 3, False, "", 12.0, 0.0)
+        answered += 1
+    return items
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory, explained_tree: Path) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("open-block-space")
+    store = SQLiteStore(root / "store")
+    _evaluated(store, explained_tree, root / "outputs")
+    settings = local_settings(store.root, explained_tree, practice_block_size=BLOCK, practice_raters=RATERS)
+    demo, url = launch(settings, store, hub_models())
+    practice = PracticeLoader(str(explained_tree), store, block_size=BLOCK, raters=RATERS)
+    block_items = _answer(practice, ANN, 2)
+    assert _answer(practice, BO) == block_items, "the co-rater joins ann's block (its free slot)"
+    assert _answer(practice, CY, 1) == block_items
+    corpus = {i["id"]: i for i in load_config(str(explained_tree), "corpus").to_list()}
+    study = {r["item_id"] for r in load_config(str(explained_tree), "responses").to_list()}
+    control = next(i for i in corpus if i in study and i not in block_items)
+    try:
+        yield {
+            "store": store,
+            "url": url,
+            "demo": demo,
+            "practice": practice,
+            "open": block_items,
+            "corpus": corpus,
+            "control": control,
+        }
+    finally:
+        demo.close()
+
+
+def _markers(space: dict[str, Any]) -> list[str]:
+    """What must never reach ann while her block is open: the explanations and model outputs of its items,
+    the explorer's answer line, the co-raters' accounts."""
+    marks = [ANSWER_MARK, BO, CY]
+    for item_id in space["open"]:
+        marks += [space["corpus"][item_id]["explanation"], f"MODEL-SAID-{item_id}"]
+    return marks
+
+
+def _leaks(text: str, marks: list[str]) -> list[str]:
+    return [m for m in marks if m in text]
+
+
+def _explorer_withholds(reply: Any, item: dict) -> None:
+    text, responses, outputs = reply
+    assert item["question"] in text and WITHHELD in text and ANSWER_MARK not in text
+    assert all(f"**{k}.** {v}" in text for k, v in item["options"].items())
+    assert not responses.get("data") and not outputs.get("data")
+
+
+def test_open_block_items_are_the_open_blocks(space: dict[str, Any]) -> None:
+    assert open_block_items(space["store"], RATERS) == set(space["open"])
+
+
+def test_open_block_every_endpoint_is_listed(space: dict[str, Any]) -> None:
+    """Every function the app wires (named or private) is classified here; unlisted ones fail."""
+    names = {fn.api_name for fn in space["demo"].fns.values() if fn.fn is not None}
+    names |= {
+        fn.fn.__name__ for fn in space["demo"].fns.values() if fn.fn is not None and fn.api_visibility == "private"
+    }
+    unlisted = sorted(n for n in names if not _classified(str(n)) and not str(n).startswith(("false", "lambda", "<")))
+    assert not unlisted, f"classify these endpoints in ENDPOINTS (what they return of an item): {unlisted}"
+    assert {"item", "board", "plots", "submit", "job", "queue"} <= names
+
+
+def _sample(parameter: dict, caller: str, item_id: str) -> Any:
+    """An argument for one API parameter: the caller's name, the item, or a neutral value of its type."""
+    name = (parameter.get("parameter_name") or parameter.get("label") or "").lower()
+    kind = json.dumps(parameter.get("python_type") or parameter.get("type") or "")
+    if "item" in name:
+        return item_id
+    if name in ("name", "account", "who", "user") or "name" in name:
+        return caller
+    if "bool" in kind:
+        return True
+    if "float" in kind or "int" in kind:
+        return 3
+    if "List" in kind or "list" in kind or "array" in kind:
+        return []
+    if "Dict" in kind or "dict" in kind or "object" in kind:
+        return {}
+    return caller
+
+
+def test_open_block_direct_api_calls(space: dict[str, Any]) -> None:
+    """Every named endpoint, as ann and anonymously, with each open item: nothing of an open item comes back."""
+    client = Client(space["url"], verbose=False)
+    corpus, marks = space["corpus"], _markers(space)
+    for item_id in space["open"]:
+        _explorer_withholds(client.predict(item_id, api_name="/item"), corpus[item_id])
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    called = []
+    for endpoint, info in endpoints.items():
+        for caller in (ANN, ""):
+            for item_id in space["open"]:
+                args = [_sample(p, caller, item_id) for p in info["parameters"]]
+                try:
+                    reply = client.predict(*args, api_name=endpoint)
+                except Exception as err:  # a refusal or a bad sample argument: its message is checked too
+                    reply = str(err)
+                text = json.dumps(reply, ensure_ascii=False, default=str)
+                assert not _leaks(text, marks), (endpoint, caller, item_id, _leaks(text, marks))
+        called.append(endpoint)
+    assert "/item" in called and "/board" in called and len(called) == len(endpoints)
+    # the control: an item of no open block is shown in full, so the search above is not vacuous
+    text, responses, outputs = client.predict(space["control"], api_name="/item")
+    assert ANSWER_MARK in text and space["corpus"][space["control"]]["explanation"] in text
+    assert len(responses["data"]) == 3 and any(
+        f"MODEL-SAID-{space['control']}" in json.dumps(r) for r in outputs["data"]
+    )
+
+
+RECORD_STREAMS = """
+window.__streams = [];
+const originalFetch = window.fetch;
+window.fetch = async (...args) => {
+  const response = await originalFetch(...args);
+  try {
+    const reader = response.clone().body.getReader();
+    const decoder = new TextDecoder();
+    (async () => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        window.__streams.push(decoder.decode(value, { stream: true }));
+      }
+    })();
+  } catch (e) {}
+  return response;
+};
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
+def test_open_block_browser_traffic_of_a_practitioner_using_the_explorer(space: dict[str, Any]) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    assert BROWSER  # the browser marks, as the other browser modules
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    corpus, marks = space["corpus"], _markers(space)
+    with sync_playwright() as p:
+        browser = open_chromium(p)
+        page = browser.new_page(viewport={"width": 1300, "height": 1100})
+        page.add_init_script(RECORD_STREAMS)
+        responses: list[Any] = []
+        page.on("response", lambda response: responses.append(response))
+        page.goto(space["url"])
+        # ann signs in on the Practitioners tab: her block is open, her next item is on screen
+        page.get_by_role("tab", name="Practitioners").click()
+        page.locator("#practice-name textarea, #practice-name input").first.fill(ANN)
+        page.locator("#practice-start").click()
+        expect(page.locator("#practice-header")).to_contain_text(f"of {BLOCK}", timeout=30_000)
+        # and looks each item of her open block up in the Item explorer
+        page.get_by_role("tab", name="Item explorer").click()
+        box = page.locator("#item-id textarea, #item-id input").first
+        for item_id in space["open"]:
+            box.fill(item_id)
+            page.locator("#item-show").click()
+            expect(page.locator("#item-text")).to_contain_text(corpus[item_id]["question"], timeout=30_000)
+            expect(page.locator("#item-text")).to_contain_text("withheld")
+            shown = page.locator("body").inner_text()
+            assert not _leaks(shown, marks), (item_id, _leaks(shown, marks))
+        page.screenshot(path=SHOTS / "open-block-explorer-withheld.png", full_page=True)
+        page.wait_for_timeout(1000)  # the recorder reads the streams asynchronously
+        streamed = page.evaluate("window.__streams.join('')")
+        bodies = []
+        for response in responses:
+            if "text/event-stream" in (response.headers.get("content-type") or ""):
+                continue  # read through the page's fetch above (a stream's body is not kept by the browser)
+            try:
+                bodies.append(response.text())
+            except Exception:  # a body the browser did not keep (a redirect, a font)
+                continue
+        traffic = "\n".join([streamed, *bodies])
+        assert corpus[space["open"][0]]["question"] in traffic  # the recording holds the explorer's replies
+        assert WITHHELD.strip("_")[:40] in traffic
+        assert not _leaks(traffic, marks), _leaks(traffic, marks)
+        # the control, in the same page: an item of no open block shows its answer and explanation
+        box.fill(space["control"])
+        page.locator("#item-show").click()
+        explanation = corpus[space["control"]]["explanation"]
+        expect(page.locator("#item-text")).to_contain_text(explanation, timeout=30_000)
+        expect(page.locator("#item-text")).to_contain_text("Answer:")
+        expect(page.locator("#item-outputs")).to_contain_text(f"MODEL-SAID-{space['control']}")
+        page.screenshot(path=SHOTS / "open-block-explorer-control.png", full_page=True)
+        browser.close()
+
+
+def test_open_block_released_when_every_rater_finished(space: dict[str, Any]) -> None:
+    """Last (the module's state changes): ann and cy finish the block; the explorer shows its items in full,
+    the co-raters' answers among them, without a restart."""
+    client = Client(space["url"], verbose=False)
+    _answer(space["practice"], ANN)
+    _answer(space["practice"], CY)
+    assert open_block_items(space["store"], RATERS) == set()
+    item_id = space["open"][0]
+    text, responses, outputs = client.predict(item_id, api_name="/item")
+    assert ANSWER_MARK in text and space["corpus"][item_id]["explanation"] in text and WITHHELD not in text
+    assert len(responses["data"]) == RATERS  # the three raters' answers, as published
+    assert any(f"MODEL-SAID-{item_id}" in json.dumps(r) for r in outputs["data"])
