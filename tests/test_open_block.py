@@ -49,28 +49,44 @@ BLOCK, RATERS = 5, 3
 ANN, BO, CY = "ann", "corater-bo", "corater-cy"
 ANSWER_MARK = "**Answer:**"
 
-# Every event the Space wires, by the name of the function behind it (api_name, or the function where the
-# endpoint is private), and what it returns of an item. A new endpoint fails the listing test until added.
+# Every function the Space wires to an event, by its api_name (a private one, api_name False, by its
+# function's name), and what it returns of an item. A new endpoint fails the listing test until added here.
 ENDPOINTS: dict[str, str] = {
-    # Item explorer
-    "item": "show_item: one item; withholds answer, explanation, responses and outputs of open-block items",
-    # Board and plots: per-model aggregates and the reference row, no item
+    # Item explorer (mine)
+    "item": "show_item: one item; the answer, explanation, responses and outputs withheld for open-block items",
+    # Board and plots: per-model aggregates and the practitioners' reference row, no item
     "board": "show_board: the leaderboard rows",
-    "show_board": "show_board (private: a filter control changed): the leaderboard rows",
-    "refresh_families": "refresh_families (private): the family choices",
+    "show_board": "show_board (private: a board filter changed): the leaderboard rows",
+    "refresh_families": "refresh_families (private, on the timer): the family choices",
     "plots": "show_plots: board aggregates for the two plots",
     # Submit and queue: no item
     "submit": "submit: a model submission's verdict and job id",
     "job": "the job's status markdown",
     "queue": "show_queue: the jobs table",
+    # The Practitioners tab: the caller's own current item without its answer; the report and the review
+    # (answers, explanations, co-raters, models) only for a block the caller finished
+    "practice_start": "start: sign in, confirm a licence, the caller's current item (no answer)",
+    "resume": "resume (private, on page load): the caller's current item (no answer), or the finished block's review",
+    "practice_submit": "submit: records the caller's answer, then the caller's next item (no answer)",
+    "practice_pause": "pause: the caller's pause state",
+    "heartbeat": "heartbeat (private, on a timer): the caller's pause state",
+    "practice_next": "next_block: the caller's next block's first item (no answer)",
+    # The study lead's console: admins only (the caller here is not one)
+    "practice_progress": "progress: blocks and slots (admins)",
+    "practice_exclude": "exclude: a decision (admins)",
+    "practice_include": "include: a decision (admins)",
+    "practice_export": "export: the platform database file (admins)",
 }
-# The Practitioners tab (U's): the caller's own current item without its answer; the block report and review
-# (answers, explanations, co-raters) only for a block the caller finished; admin endpoints refuse non-admins.
-PRACTICE_PREFIXES = ("practice", "console", "admin", "pause", "heartbeat", "review", "resume", "next_block")
 
 
-def _classified(name: str) -> bool:
-    return name in ENDPOINTS or name.startswith(PRACTICE_PREFIXES) or name.lstrip("_").startswith(PRACTICE_PREFIXES)
+def _endpoint_names(demo: Any) -> set[str]:
+    """The name of each wired function: its api_name, or for a private one its function's name."""
+    names = set()
+    for fn in demo.fns.values():
+        if fn.fn is None:
+            continue
+        names.add(fn.fn.__name__ if fn.api_visibility == "private" else str(fn.api_name))
+    return names
 
 
 @pytest.fixture(scope="module")
@@ -185,12 +201,9 @@ def test_open_block_items_are_the_open_blocks(space: dict[str, Any]) -> None:
 
 
 def test_open_block_every_endpoint_is_listed(space: dict[str, Any]) -> None:
-    """Every function the app wires (named or private) is classified here; unlisted ones fail."""
-    names = {fn.api_name for fn in space["demo"].fns.values() if fn.fn is not None}
-    names |= {
-        fn.fn.__name__ for fn in space["demo"].fns.values() if fn.fn is not None and fn.api_visibility == "private"
-    }
-    unlisted = sorted(n for n in names if not _classified(str(n)) and not str(n).startswith(("false", "lambda", "<")))
+    """Every function the app wires (named or private) is classified in ENDPOINTS; an unlisted one fails."""
+    names = _endpoint_names(space["demo"])
+    unlisted = sorted(names - set(ENDPOINTS))
     assert not unlisted, f"classify these endpoints in ENDPOINTS (what they return of an item): {unlisted}"
     assert {"item", "board", "plots", "submit", "job", "queue"} <= names
 
@@ -240,6 +253,52 @@ def test_open_block_direct_api_calls(space: dict[str, Any]) -> None:
     assert len(responses["data"]) == 3 and any(
         f"MODEL-SAID-{space['control']}" in json.dumps(r) for r in outputs["data"]
     )
+
+
+def _plain(value: Any) -> Any:
+    """A reply in JSON's terms: tables in full (str() of a DataFrame would cut them), component keys named."""
+    if isinstance(value, dict):
+        return {str(getattr(k, "elem_id", None) or k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "to_json"):
+        return value.to_json(force_ascii=False)
+    return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+
+
+def _text(value: Any) -> str:
+    return json.dumps(_plain(value), ensure_ascii=False)
+
+
+def test_open_block_every_function_in_process(space: dict[str, Any]) -> None:
+    """Every wired function, private ones too (a page calls them by index, not through gradio_client), called
+    as ann and anonymously with each open item: its return value holds nothing of an open item."""
+    import inspect
+
+    marks, called = _markers(space), set()
+    for fn in space["demo"].fns.values():
+        if fn.fn is None:
+            continue
+        extra = len(inspect.signature(fn.fn).parameters) - len(fn.inputs)  # the injected OAuth profile
+        for caller in (ANN, ""):
+            for item_id in space["open"]:
+                args = []
+                for component in fn.inputs:
+                    elem = getattr(component, "elem_id", None) or ""
+                    if elem == "practice-name":
+                        args.append(caller)
+                    elif elem in ("item-id", "practice-item"):
+                        args.append(item_id)
+                    else:
+                        args.append(getattr(component, "value", None))
+                try:
+                    reply = fn.fn(*args, *([None] * extra))
+                except Exception as err:  # a refusal: its message is searched too
+                    reply = str(err)
+                text = _text(reply)
+                assert not _leaks(text, marks), (fn.fn.__name__, caller, item_id, _leaks(text, marks))
+        called.add(fn.fn.__name__ if fn.api_visibility == "private" else str(fn.api_name))
+    assert called == _endpoint_names(space["demo"])
 
 
 RECORD_STREAMS = """
