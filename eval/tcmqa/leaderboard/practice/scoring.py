@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from tcmqa.ingest import BuildReport, make_subset
+from tcmqa.leaderboard import model_outputs
 from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore
 from tcmqa.schema import DOMAINS, SPACE
 
@@ -82,18 +83,10 @@ class PracticeScoring(PracticeCore):
         }
 
     def models_on(self, item_ids: Sequence[str]) -> pd.DataFrame:
-        """Every evaluated model's exact-match accuracy on these items (from the store's outputs)."""
-        wanted = set(item_ids)
-        parts = []
-        for path in self.store.outputs_files():
-            frame = pd.read_parquet(path, columns=["model", "item_id", "correct"])
-            parts.append(frame[frame["item_id"].isin(wanted)])
-        if not parts:
-            return pd.DataFrame(columns=["model", "items", "accuracy"])
-        frame = pd.concat(parts, ignore_index=True).drop_duplicates(["model", "item_id"], keep="last")
-        out = frame.groupby("model").agg(items=("item_id", "size"), accuracy=("correct", "mean")).reset_index()
-        out["accuracy"] = (100 * out["accuracy"]).round(1)
-        return out.sort_values("accuracy", ascending=False).reset_index(drop=True)
+        """Every model with recorded outputs (and published ones, where ``self.data`` names the data the Space
+        serves), one revision each, its latest full run: :func:`tcmqa.leaderboard.model_outputs.models_on`."""
+        n_scored = sum(not item.get("flagged") for item in self.items.values())
+        return model_outputs.models_on(self.store, item_ids, getattr(self, "data", None), n_scored)
 
     def response_rows(self) -> list[dict]:
         """The Space's published responses as rows of the ``responses`` config: only blocks all of whose
