@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from test_report import MODELS, _constant_run, _run_cli
 
@@ -131,3 +132,30 @@ def test_study_report_needs_runs_or_practitioners(tmp_path: Path) -> None:
     build([str(DEMO_ITEMS)], tmp_path / "tree")
     with pytest.raises(SystemExit, match="no run was computed on this data and the data holds no practitioner"):
         _report_without_runs(tmp_path / "tree", tmp_path / "out")
+
+
+def test_study_report_names_what_a_mixed_rater_subset_refuses(tmp_path: Path) -> None:
+    """A subset mixing items of 3 and 2 raters: Table 6 and Figure 6 assume one N, so they are named as
+    refused with the reason, and the rest of the human side is written (n_raters rule: tcmqa.tables)."""
+    import pyarrow.parquet as pq
+
+    sim = simulate(tmp_path / "sim", SimulationConfig(n_items=600, n_raters=6, n_responses=900, seed=9), MODELS)
+    [part] = sorted((sim / "data" / "subset").glob("*.parquet"))
+    table = pq.read_table(part)
+    rows = table.to_pylist()
+    first = rows[0]
+    keep = 2  # the first subset item keeps two of its three raters
+    first.update(
+        n_raters=keep,
+        practitioner_ids=first["practitioner_ids"][:keep],
+        rater_correct=first["rater_correct"][:keep],
+        rater_domains=first["rater_domains"][:keep],
+        rater_difficulty=first["rater_difficulty"][:keep],
+        n_correct=sum(first["rater_correct"][:keep]),
+    )
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), part)
+    text = _report_without_runs(sim / "data", tmp_path / "alone")
+    refused = text.split(f"## {report.REFUSED_BY_THE_DATA}")[1].split("\n## ", 1)[0]
+    assert "Table 6 (practitioner agreement)" in refused and "mixes items with [2, 3] raters" in refused
+    assert "## Table 6." not in text and "## Table 1." in text and "## Table 3." in text
+    assert not (tmp_path / "alone" / "tables" / "table6_agreement.csv").exists()

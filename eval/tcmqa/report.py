@@ -76,7 +76,7 @@ import pyarrow.parquet as pq
 
 from tcmqa import tables
 from tcmqa.data import load_config
-from tcmqa.figures import FIGURES, PaperFigure
+from tcmqa.figures import FIGURES
 from tcmqa.outputs import RESULTS_FILE
 from tcmqa.simulate import SIMULATED
 from tcmqa.study import Study, load_study, run_dirs
@@ -84,6 +84,8 @@ from tcmqa.study import Study, load_study, run_dirs
 RUNS_ON_OTHER_DATA = "Runs left out: computed on other data"
 PRACTITIONER_TABLES_SKIPPED = "Practitioner tables skipped"
 MODEL_TABLES_SKIPPED = "Model tables and figures left out"
+REFUSED_BY_THE_DATA = "Tables and figures the data refuses"
+REFUSED = "refused: "  # the reason of a skipped section whose table or figure raised ValueError
 
 
 def is_simulated(data: str | Path, outputs: Sequence[str | Path] = ()) -> bool:
@@ -285,7 +287,11 @@ def _sections(study: Study, n_boot: int) -> tuple[list[tuple[str, str, pd.DataFr
         if missing:
             skipped.append((short, missing[0]))
             continue
-        heading, frame = make()
+        try:
+            heading, frame = make()
+        except ValueError as err:  # the data refuses it (e.g. Table 6 over a subset mixing numbers of raters)
+            skipped.append((short, f"{REFUSED}{err}"))
+            continue
         sections.append((name, heading, frame, digits))
     return sections, skipped
 
@@ -301,7 +307,10 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated
     responses or subset, the practitioner tables and figures are skipped and named under a heading;
     without a model run on this data (none given, or all on other data) the study's own report is
     written, the human side, and the model tables and figures are named under
-    :data:`MODEL_TABLES_SKIPPED`. Raises ValueError when there is neither a run nor practitioner data.
+    :data:`MODEL_TABLES_SKIPPED`. A table or figure the data refuses (its function raises ValueError: Table 6
+    and Figure 6 over a subset mixing numbers of raters) is named, with the reason, under
+    :data:`REFUSED_BY_THE_DATA`, and the rest is written. Raises ValueError when there is neither a run nor
+    practitioner data.
     """
     if not study.has_models and not (study.has_responses or study.has_subset):
         left_out = "; ".join(f"{e.model} ({e.run}): {e.reason}" for e in study.excluded.itertuples())
@@ -349,15 +358,19 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated
         ]
     sections, skipped = _sections(study, n_boot)
     there = available(study)
-    figures: dict[str, PaperFigure] = {}
+    figures: dict[str, dict] = {}  # name -> the data drawn
     for name, figure in FIGURES.items():
         missing = [k for k in (SUBSET_NEEDED, MODELS_NEEDED) if k in figure_needs(name) and not there[k]]
         if missing:
             skipped.append((f"Figure {figure.number} ({figure.title})", missing[0]))
-        else:
-            figures[name] = figure
-    practitioner_skipped = [short for short, why in skipped if why != MODELS_NEEDED]
+            continue
+        try:
+            figures[name] = figure.make(study, marker)
+        except ValueError as err:  # the data refuses it (e.g. Figure 6 over a subset mixing numbers of raters)
+            skipped.append((f"Figure {figure.number} ({figure.title})", f"{REFUSED}{err}"))
+    practitioner_skipped = [short for short, why in skipped if why in (RESPONSES_NEEDED, SUBSET_NEEDED)]
     model_skipped = [short for short, why in skipped if why == MODELS_NEEDED]
+    refused = [(short, why.removeprefix(REFUSED)) for short, why in skipped if why.startswith(REFUSED)]
     if practitioner_skipped:
         missing = [c for c, there_ in (("responses", study.has_responses), ("subset", study.has_subset)) if not there_]
         md += [
@@ -384,11 +397,20 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated
             *[f"- {name}" for name in model_skipped],
             "",
         ]
+    if refused:
+        md += [
+            f"## {REFUSED_BY_THE_DATA}",
+            "",
+            "These were not computed: the data does not meet what they assume.",
+            "",
+            *[f"- {name}: {why}" for name, why in refused],
+            "",
+        ]
     for name, heading, frame, digits in sections:
         frame.to_csv(out / "tables" / f"{name}.csv", index=False)
         md += [f"## {heading}", "", markdown_table(frame, digits), ""]
-    for name, figure in figures.items():
-        data = figure.make(study, marker)
+    for name, data in figures.items():
+        figure = FIGURES[name]
         (out / "figures" / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         fig = figure.draw(data)
         fig.savefig(out / "figures" / f"{name}.png", dpi=110, bbox_inches="tight", metadata={"Title": data["title"]})
