@@ -470,3 +470,91 @@ def test_a_store_of_the_previous_release_is_upgraded(tmp_path: Path, opened: lis
     assert len(pd.read_parquet(elsewhere.outputs_files()[0])) == 2
     with pytest.raises(DuplicateError):
         store.submit("org/b", SHA, "v1", "carol")
+
+
+def test_practitioner_store_of_version_4_is_upgraded(
+    url: str, tmp_path: Path, opened: list[Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 5 in place: practitioners get person numbers in registration order, an existing exclusion
+    becomes the first entry of its history, assignments and responses carry over holding their slots."""
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:4])
+    old = Store(url, cache_dir=tmp_path / "old")
+    opened.append(old)
+    assert old.schema_version() == 4
+    with old._write() as conn:  # what version 4's practitioner mode wrote
+        for account, created, excluded in (("bo", 2.0, 1), ("ann", 1.0, 0)):
+            conn.execute(
+                sa.text(
+                    "INSERT INTO practitioners (account, created_at, confirmed_at, excluded, excluded_reason, "
+                    "excluded_at, excluded_by) VALUES (:a, :c, :c, :e, :r, :at, :by)"
+                ),
+                {
+                    "a": account,
+                    "c": created,
+                    "e": excluded,
+                    "r": "copied" if excluded else None,
+                    "at": 5.0 if excluded else None,
+                    "by": "lead" if excluded else None,
+                },
+            )
+            slot = 0 if account == "ann" else 1
+            conn.execute(
+                sa.text("INSERT INTO practice_assignments VALUES (:a, 0, :s, :u, :c)"),
+                {"a": account, "s": slot, "u": slot + 1, "c": created},
+            )
+        conn.execute(sa.text("INSERT INTO practice_blocks VALUES (0, 0, 'item-1')"))
+        conn.execute(
+            sa.text(
+                "INSERT INTO practice_responses (account, item_id, block, position, selected, domains, difficulty, "
+                "flagged, recorded_at) VALUES ('ann', 'item-1', 0, 0, '[\"A\"]', '[\"other\"]', 3, 0, 3.0)"
+            )
+        )
+    monkeypatch.undo()
+
+    new = Store(url, cache_dir=tmp_path / "new")
+    opened.append(new)
+    assert new.schema_version() == len(MIGRATIONS) == 5
+    assert {p["account"]: p["number"] for p in new.practitioners()} == {"ann": 1, "bo": 2}
+    assert [(e["account"], e["excluded"], e["reason"], e["decided_by"]) for e in new.practice_exclusions()] == [
+        ("bo", 1, "copied", "lead")
+    ]
+    assignments = new.practice_assignments()
+    assert [(a["account"], a["slot"], a["released_at"]) for a in assignments] == [("ann", 0, None), ("bo", 1, None)]
+    assert len(new.practice_responses()) == 1
+    assert new.register_practitioner("cy")["number"] == 3
+    assert new.practice_snapshot().block_raters == {}  # blocks made before migration 5 hold the configured N
+
+
+def test_practitioner_slots_and_exclusion_history(store: Store) -> None:
+    """The practice transactions the rules build on: person numbers, the exclusion history, an assignment
+    by plan (a new block, then a free slot), release and reassignment of a slot, the snapshot."""
+    from tcmqa.store.practice import SlotPlan
+
+    assert [store.register_practitioner(a)["number"] for a in ("ann", "bo", "cy", "ann")] == [1, 2, 3, 1]
+    new_block = SlotPlan(block=7, slot=0, items=["i1", "i2"], raters=2, kind="top_up")
+    first = store.assign_practice_block("ann", lambda snap, account: new_block)
+    assert (first["block"], first["slot"], first["user_id"]) == (7, 0, 1)
+    assert store.assign_practice_block("ann", lambda snap, account: None) == first  # held: no new plan
+    join = store.assign_practice_block("bo", lambda snap, account: SlotPlan(block=7, slot=1))
+    assert (join["block"], join["slot"]) == (7, 1)
+    snap = store.practice_snapshot()
+    assert snap.blocks == {7: ["i1", "i2"]} and snap.block_raters == {7: 2} and snap.block_kind == {7: "top_up"}
+    version = store.practice_version()
+    assert store.exclude_practitioner("bo", "careless", "lead") and store.exclude_practitioner(
+        "bo", "ok", "lead", False
+    )
+    assert not store.exclude_practitioner("nobody", "x", "lead")
+    assert [(e["excluded"], e["reason"]) for e in store.practice_exclusions("bo")] == [(1, "careless"), (0, "ok")]
+    assert store.practice_version() != version
+    assert store.release_practice_slot("bo", 7, "moved", "lead") and not store.release_practice_slot(
+        "bo", 7, "again", "lead"
+    )
+    [released] = [a for a in store.practice_assignments("bo")]
+    assert released["released_reason"] == "moved" and released["released_by"] == "lead"
+    given = store.reassign_practice_slot(7, 0, "cy", "ann stopped", "lead")
+    assert (given["account"], given["slot"], given["user_id"]) == ("cy", 0, 3)
+    assert store.practice_assignments("ann")[0]["released_reason"] == "ann stopped"
+    with pytest.raises(ValueError, match="already had block 7"):
+        store.reassign_practice_slot(7, 1, "bo", "back", "lead")
+    stale = SlotPlan(block=7, slot=1, release=(("nobody", 7, "stale"),))
+    assert store.assign_practice_block("dee", lambda snap, account: stale)["slot"] == 1

@@ -191,7 +191,7 @@ EXPORT_SCHEMA = """
 CREATE TABLE tcmqa_raters (
     user_id INTEGER PRIMARY KEY, practitioner_id TEXT NOT NULL, block INTEGER NOT NULL,
     rater_slot INTEGER, source TEXT NOT NULL);
-CREATE TABLE tcmqa_study (raters INTEGER NOT NULL);
+CREATE TABLE tcmqa_study (raters INTEGER NOT NULL, study_raters INTEGER NOT NULL);
 """
 
 DEFAULT_PSEUDONYM_KEY = "tcmqa-public-v1"
@@ -225,8 +225,8 @@ def _parse_categories(raw: str | None) -> tuple[list[str], list[str]]:
     return [k for k in DOMAINS if k in keys], [n for n in numbers if n not in DOMAIN_BY_PLATFORM_NUMBER]
 
 
-def _platform_raters(con: sqlite3.Connection, pseudonym_key: str) -> tuple[Callable[[int], dict], int]:
-    """(user id -> practitioner_id, source, block, rater_slot), and the raters per item N.
+def _platform_raters(con: sqlite3.Connection, pseudonym_key: str) -> tuple[Callable[[int], dict], dict[str, int]]:
+    """(user id -> practitioner_id, source, block, rater_slot), and N (``make_subset``'s raters, study_raters).
 
     An export names them (``EXPORT_SCHEMA``); the platform's own database follows its rule: three
     raters per block, user u in block (u - 1) // 3, slot (u - 1) % 3, pseudonym from u.
@@ -244,28 +244,28 @@ def _platform_raters(con: sqlite3.Connection, pseudonym_key: str) -> tuple[Calla
                 "rater_slot": slot,
             }
 
-        return derived, study
+        return derived, {"raters": study, "study_raters": study}
     named = {
         u: {"practitioner_id": pid, "source": source, "block": block, "rater_slot": slot}
         for u, pid, block, slot, source in con.execute(
             "SELECT user_id, practitioner_id, block, rater_slot, source FROM tcmqa_raters"
         )
     }
-    (raters,) = con.execute("SELECT raters FROM tcmqa_study").fetchone() or (RATERS_PER_ITEM,)
+    raters, study_raters = con.execute("SELECT raters, study_raters FROM tcmqa_study").fetchone()
 
     def exported(user_id: int) -> dict:
         if user_id not in named:
             raise KeyError(f"user {user_id} is not in tcmqa_raters")
         return named[user_id]
 
-    return exported, int(raters)
+    return exported, {"raters": int(raters), "study_raters": int(study_raters)}
 
 
 def read_responses(
     db_path: str | os.PathLike, items: dict[str, dict], report: BuildReport, pseudonym_key: str = DEFAULT_PSEUDONYM_KEY
-) -> tuple[list[dict], int]:
-    """Rows of the ``responses`` config, and the raters per item N; correctness is recomputed from the
-    corpus answer set.
+) -> tuple[list[dict], dict[str, int]]:
+    """Rows of the ``responses`` config, and N (``make_subset``'s ``raters`` and ``study_raters``);
+    correctness is recomputed from the corpus answer set.
 
     A response to an item the schema filter dropped is dropped with it (``item_dropped``); one to
     an id no item record had is ``unknown_item``.
@@ -351,20 +351,24 @@ def make_subset(
     report: BuildReport,
     include_flagged: bool = False,
     raters: int = RATERS_PER_ITEM,
+    study_raters: int = RATERS_PER_ITEM,
 ) -> list[dict]:
-    """The comparison subset: items with exactly ``raters`` (N) responses, scored by :func:`majority`.
+    """The comparison subset: each item with exactly its N responses, scored by :func:`majority`.
 
-    Items any rater flagged are left out unless asked; an item with fewer or more than N responses is
-    not in the subset (its raters did not answer it as one block of N).
+    An item the paper's study rated has the study's N (``study_raters``), any other the Space's N
+    (``raters``: the raters per block it was given), so neither changes the other's subset. Items any
+    rater flagged are left out unless asked; an item with fewer or more than its N responses is not in
+    the subset.
     """
-    if raters < 1:
-        raise ValueError(f"raters per item must be at least 1, not {raters}")
+    if min(raters, study_raters) < 1:
+        raise ValueError(f"raters per item must be at least 1, not {min(raters, study_raters)}")
     by_item: dict[str, list[dict]] = collections.defaultdict(list)
     for r in responses:
         by_item[r["item_id"]].append(r)
     rows = []
     for item_id, rs in by_item.items():
-        if len(rs) != raters:
+        n = study_raters if any(r.get("source", STUDY) == STUDY for r in rs) else raters
+        if len(rs) != n:
             continue
         if not include_flagged and any(r["flagged"] for r in rs):
             report.note("subset", item_id, "flagged_excluded_from_subset", "a rater flagged this item")
@@ -375,9 +379,9 @@ def make_subset(
             {
                 "item_id": item_id,
                 "answer_type": items[item_id]["answer_type"],
-                "n_raters": raters,
+                "n_raters": n,
                 "n_correct": n_correct,
-                "majority_correct": majority(n_correct, raters),
+                "majority_correct": majority(n_correct, n),
                 "practitioner_ids": [r["practitioner_id"] for r in rs],
                 "rater_correct": [r["correct"] for r in rs],
                 "rater_domains": [r["domains"] for r in rs],
@@ -419,7 +423,7 @@ def build_tables(
             item["flagged"] = item["flagged"] or r["flagged"]
             item["domains"] = [k for k in DOMAINS if k in item["domains"] or k in r["domains"]]
         tables["responses"] = responses
-        tables["subset"] = make_subset(responses, by_id, report, include_flagged, raters)
+        tables["subset"] = make_subset(responses, by_id, report, include_flagged, **raters)
     answer_types = collections.Counter(item["answer_type"] for item in corpus)
     report.counts = {name: len(rows) for name, rows in tables.items()}
     report.counts.update(
@@ -428,7 +432,7 @@ def build_tables(
             "multi": answer_types["multi"],
             "dropped": len(report.dropped),
             "flagged_items": sum(i["flagged"] for i in corpus),
-            **({} if raters is None else {"raters_per_item": raters}),
+            **({} if raters is None else {"raters_per_item": raters["raters"]}),
         }
     )
     return tables, report

@@ -150,7 +150,7 @@ class PracticeAdmin(PracticeScoring):
                 "INSERT INTO tcmqa_raters VALUES (?, ?, ?, ?, ?)",
                 [(u, pid, block, slot_of[(source, pid, block)], source) for (source, pid, block), u in users.items()],
             )
-            con.execute("INSERT INTO tcmqa_study VALUES (?)", (self.raters,))
+            con.execute("INSERT INTO tcmqa_study VALUES (?, ?)", (self.raters, self.study_raters))
             con.executemany(
                 "INSERT INTO user_interactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [

@@ -96,8 +96,9 @@ class PracticeAssignment(PracticeCore):
 
         1. a free slot of an existing block, oldest first (a released, excluded or inactive practitioner's
            slot is refilled; the stale holder is released), sharing no item with the account's blocks;
-        2. a top-up block: items of the study or of the Space with some but fewer than N raters, those
-           missing the fewest raters first, grouped into a block with as many slots as they miss;
+        2. a top-up block: items of the study or of the Space with some but fewer than their N raters
+           (the study's N for its items), those missing the fewest first, grouped into a block with as
+           many slots as they miss;
         3. a fresh block of items nobody rated, stratified; None when no item is left.
 
         Items flagged (in the corpus or here) and items the account already had are never drawn.
@@ -123,8 +124,8 @@ class PracticeAssignment(PracticeCore):
         pool = {i: item for i, item in self.items.items() if i not in skip and not item.get("flagged")}
         missing: dict[int, list[dict]] = collections.defaultdict(list)
         for item_id, item in pool.items():
-            if 0 < planned[item_id] < self.raters:
-                missing[self.raters - planned[item_id]].append(item)
+            if 0 < planned[item_id] < self._target(item_id):
+                missing[self._target(item_id) - planned[item_id]].append(item)
         new_block = max([self.first_block - 1, *snap.blocks]) + 1
         seed = self.seed + new_block
         if missing:
@@ -171,7 +172,8 @@ class PracticeAssignment(PracticeCore):
             items, extra = plan.items, plan.raters or 0
         flagged = self._space_flagged(snap)
         return sum(
-            planned[i] + extra == self.raters and i not in flagged and not self.items[i].get("flagged") for i in items
+            planned[i] + extra == self._target(i) and i not in flagged and not self.items[i].get("flagged")
+            for i in items
         )
 
     def _complete(self, account: str, block: int) -> bool:

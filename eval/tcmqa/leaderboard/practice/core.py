@@ -64,6 +64,7 @@ class PracticeCore:
         self.imported = study_rows(imported)
         self.block_size = int(block_size)
         self.raters = int(raters)
+        self.study_raters = RATERS_PER_ITEM  # the paper's platform: three raters per block
         self.daily_cap = daily_cap
         self.admins = set(admins)
         self.pseudonym_key = pseudonym_key or os.environ.get("TCMQA_PSEUDONYM_KEY") or DEFAULT_PSEUDONYM_KEY
@@ -145,6 +146,10 @@ class PracticeCore:
     def _pseudonyms(self) -> dict[str, str]:
         """Account -> its one public pseudonym (from the person number, never the account name)."""
         return {p["account"]: person_pseudonym(p["number"], self.pseudonym_key) for p in self.store.practitioners()}
+
+    def _target(self, item_id: str) -> int:
+        """The item's N: the study's for an item the study rated (topped up to it), else this Space's."""
+        return self.study_raters if self.imported_raters[item_id] else self.raters
 
     def _space_flagged(self, snap: PracticeSnapshot) -> set[str]:
         """Items a practitioner here flagged (excluded practitioners' flags left out)."""

@@ -121,7 +121,8 @@ class PracticeScoring(PracticeCore):
 
     def configs(self, include_flagged: bool = False) -> dict[str, list[dict]]:
         """The ``responses`` and ``subset`` configs the Space serves and publishes: the pinned study's rows
-        plus :meth:`response_rows`; the subset is ``ingest.make_subset`` with this Space's N.
+        plus :meth:`response_rows`; the subset is ``ingest.make_subset`` (the study's items with the study's
+        N, the Space's with this Space's N).
 
         Cached on the store's practice version (a response, an exclusion or a slot change rebuilds them).
         """
@@ -130,7 +131,7 @@ class PracticeScoring(PracticeCore):
             if self._cache is not None and self._cache[0] == (version, include_flagged):
                 return self._cache[1]
         responses = self.imported + self.response_rows()
-        subset = make_subset(responses, self.items, BuildReport(), include_flagged, self.raters)
+        subset = make_subset(responses, self.items, BuildReport(), include_flagged, self.raters, self.study_raters)
         tables = {"responses": responses, "subset": subset}
         with self._cache_lock:
             self._cache = ((version, include_flagged), tables)
