@@ -29,16 +29,16 @@ from tcmqa.store import SQLiteStore
 BLOCK, RATERS = 4, 3
 
 
-def _rows(model: str, revision: str, items: list[dict], text: str) -> list[dict]:
-    """Outputs rows: right on every item, the text naming the revision."""
+def _rows(model: str, revision: str, items: list[dict], text: str, right: bool = True) -> list[dict]:
+    """Outputs rows: right on every item (or wrong on every one), the text naming the revision."""
     return [
         {
             "model": model,
             "item_id": item["id"],
             "answer_type": item["answer_type"],
             "generated_text": f"{text}-{item['id']}",
-            "prediction": item["answer"],
-            "correct": True,
+            "prediction": item["answer"] if right else ["Z"],
+            "correct": right,
             "protocol": PROTOCOL,
             "revision": revision,
         }
@@ -46,11 +46,12 @@ def _rows(model: str, revision: str, items: list[dict], text: str) -> list[dict]
     ]
 
 
-def _record(store: SQLiteStore, folder: Path, model: str, revision: str, items: list[dict]) -> None:
+def _record(store: SQLiteStore, folder: Path, model: str, revision: str, items: list[dict], right: bool = True) -> None:
     """A finished job of ``model`` at ``revision`` over ``items``, its outputs in the store."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{model.replace('/', '_')}-{revision}.parquet"
-    pq.write_table(pa.Table.from_pylist(_rows(model, revision, items, revision), schema=OUTPUTS.arrow_schema), path)
+    rows = _rows(model, revision, items, revision, right)
+    pq.write_table(pa.Table.from_pylist(rows, schema=OUTPUTS.arrow_schema), path)
     store.submit(model, revision, PROTOCOL, "local")
     job = store.claim("w")
     assert job is not None and job.revision == revision
@@ -165,3 +166,17 @@ def test_practitioner_explorer_columns_and_models_update_without_restart(space: 
     # a newer full run of the recorded model replaces the older revision in the explorer, one row per model
     _record(store, space["parts"], "org/model", "r2", space["corpus"])
     assert _models(client.predict(item, api_name="/item")[2]) == {"org/model": "r2", "paper/one": "new"}
+
+
+def test_practitioner_reference_rows_one_revision_each(tree: Path, tmp_path: Path) -> None:
+    """Two results rows of one model at two revisions: each row's Subset and Δ human come from its own
+    revision's outputs (one right everywhere, one wrong everywhere), never the two mixed."""
+    corpus = [i for i in load_config(str(tree), "corpus").to_list() if not i["flagged"]]
+    store = SQLiteStore(tmp_path / "store")
+    _record(store, tmp_path / "parts", "org/model", "right", corpus, right=True)
+    _record(store, tmp_path / "parts", "org/model", "wrong", corpus, right=False)
+    practice = PracticeLoader(str(tree), store, block_size=BLOCK, raters=RATERS).get()
+    rows = {r["revision"]: r for r in practice.reference_rows(store.results())}
+    assert rows["right"]["subset"] == 100.0 and rows["wrong"]["subset"] == 0.0
+    assert rows["right"]["n_subset"] == rows["wrong"]["n_subset"] > 0
+    assert rows["right"]["delta_human"] == 100.0 - rows["right"]["human_reference"]

@@ -80,6 +80,35 @@ def recorded_runs(store: Store) -> list[Run]:
     return runs
 
 
+def recorded_outputs(store: Store, columns: Sequence[str] = ("model", "item_id", "correct")) -> pd.DataFrame:
+    """Every recorded run's rows (``columns``), with ``revision`` (the rows' own, else their job's), ``job_id``
+    and ``recorded_at`` (the job's finish):
+    the rows of one results row are those of its (model, revision), never another revision's."""
+    jobs = {job.id: job for job in store.jobs()}
+    read = list(dict.fromkeys(["model", "item_id", *columns, "revision"]))
+    parts = []
+    for path in store.outputs_files():
+        frame = pd.read_parquet(path, columns=read)
+        job = jobs.get(path.parent.name)
+        fallback = job.revision if job else ""
+        frame["revision"] = frame["revision"].fillna(fallback).replace("", fallback).astype(str)
+        parts.append(frame.assign(job_id=path.parent.name, recorded_at=float(job.updated_at or 0) if job else 0.0))
+    if not parts:
+        return pd.DataFrame(columns=[*read, "job_id", "recorded_at"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def rows_of(outputs: pd.DataFrame, model: str | None, revision: str | None) -> pd.DataFrame:
+    """The rows of one results row's run in :func:`recorded_outputs`: its model at its revision (a row that
+    recorded no revision: the model's latest recorded job), one row per item."""
+    mine = outputs[outputs["model"] == model]
+    if revision:
+        mine = mine[mine["revision"] == str(revision)]
+    elif len(mine):
+        mine = mine[mine["job_id"] == mine.sort_values("recorded_at")["job_id"].iloc[-1]]
+    return mine.drop_duplicates("item_id", keep="last")
+
+
 def _published_table(data: str) -> ds.Dataset | pa.Table | None:
     """The data's ``outputs`` config, unread: a Parquet dataset of a local tree, or the Hub's Arrow table."""
     if not has_config(data, "outputs"):

@@ -159,14 +159,11 @@ class PracticeScoring(PracticeCore):
         on the current subset config from the model's outputs in the store (rows without outputs as they were).
         """
         subset = {r["item_id"]: r["majority_correct"] for r in self.configs()["subset"]}
-        parts = [pd.read_parquet(p, columns=["model", "item_id", "correct"]) for p in self.store.outputs_files()]
-        outputs = (
-            pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["model", "item_id", "correct"])
-        )
+        outputs = model_outputs.recorded_outputs(self.store)  # with each run's revision: never two mixed
         outputs = outputs[outputs["item_id"].isin(set(subset)) & ~outputs["item_id"].map(self._flagged)]
         out = []
         for row in evaluated:
-            mine = outputs[outputs["model"] == row.get("model")].drop_duplicates("item_id", keep="last")
+            mine = model_outputs.rows_of(outputs, row.get("model"), row.get("revision"))
             if row.get("origin") == "reported" or mine.empty:
                 out.append(row)
                 continue
