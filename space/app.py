@@ -261,9 +261,17 @@ KEYS_HINT = "Keys: **A–E** choose an answer · **1–5** the difficulty · **E
 DOMAIN_CHOICES = [(f"{zh} ({key})", key) for key, zh in practice_lib.DOMAINS.items()]
 PAUSE_LABEL, RESUME_LABEL = "暫停一下 Pause", "繼續 Resume (paused)"
 PAUSED_TEXT = "**Paused.** The item is hidden and this time is recorded as paused: press **繼續 Resume** to go on."
+# local mode: the browser remembers the name it started with, so a reload resumes the block by itself
+REMEMBER_JS = """(name, licence, number) => {
+  if (name) localStorage.setItem("tcmqa-practitioner", name);
+  return [name, licence, number];
+}"""
+RECALL_JS = '(name) => localStorage.getItem("tcmqa-practitioner") || ""'
 HEARTBEAT_S = 10  # the open item's page says it is still there this often
 AWAY_S = 30.0  # no word from the page for this long: it was closed or reloaded, and that time counts as paused
-# A-E pick an answer, 1-5 a difficulty, Enter submits; never while typing in a text field, never with no item shown
+# A-E pick an answer, 1-5 a difficulty, Enter submits: never while typing in a text field, never with no item
+# on screen (paused, the block over, another tab shown); Enter submits wherever the focus is (a button, the
+# one-line comment included; an input method's Enter that commits a composition is left alone)
 KEYS_JS = """
 () => {
   if (window.__tcmqaKeys) return;
@@ -273,7 +281,9 @@ KEYS_JS = """
     const t = e.target;
     const typing = t && (t.tagName === "TEXTAREA" || t.isContentEditable ||
       (t.tagName === "INPUT" && !["radio", "checkbox"].includes(t.type)));
-    if (typing || !document.querySelector("#practice-work")) return;
+    const work = document.querySelector("#practice-work");
+    const inComment = e.key === "Enter" && t && t.closest && t.closest("#practice-comment");
+    if ((typing && !inComment) || !work || !work.checkVisibility()) return;
     const key = e.key.length === 1 ? e.key.toUpperCase() : e.key;
     let target = null;
     if ("ABCDE".includes(key) && key.length === 1) {
@@ -281,14 +291,15 @@ KEYS_JS = """
         document.querySelector(`#practice-multi input[name="${key}"]`);
     } else if ("12345".includes(key) && key.length === 1) {
       target = document.querySelector(`#practice-difficulty input[value="${key}"]`);
-    } else if (key === "Enter" && !(t && t.tagName === "BUTTON")) {
+    } else if (key === "Enter") {
       target = document.querySelector("#practice-submit:not([disabled])");
     }
-    if (target) {
+    if (target) {  // the page's own handlers never see it (Enter on a focused checkbox would toggle it)
       e.preventDefault();
+      e.stopPropagation();
       target.click();
     }
-  });
+  }, true);
 }
 """
 
@@ -332,13 +343,23 @@ def _block_review(p: practice_lib.Practice, who: str, report: dict[str, Any]) ->
     return review_markdown(rows)
 
 
+def _listless(frame: pd.DataFrame) -> pd.DataFrame:
+    """A console table with its list cells (blocks, comments) as text, one entry per line."""
+    frame = frame.copy()
+    for column in frame.columns:
+        if frame[column].map(lambda v: isinstance(v, list | tuple)).any():
+            frame[column] = frame[column].map(lambda v: "\n".join(map(str, v)) if isinstance(v, list | tuple) else v)
+    return frame
+
+
 def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader, demo: gr.Blocks) -> None:
     """The Practitioners tab: sign in, confirm a licence, answer one item per screen (keys A–E, 1–5, Enter),
     pause, review the finished block; admins get the study lead's console.
 
-    The clock of the item on screen is kept here, per account, so seconds and seconds paused stay right
-    across pause, submit, reload and resume: while the page is open it says so every ``HEARTBEAT_S``;
-    a gap longer than ``AWAY_S`` (the page was closed or reloaded) counts as paused, as does a pause.
+    The clock of the item on screen is kept here, per account, so seconds (the whole time from the item's
+    first showing to its submission) and seconds paused (the part of it paused) stay right across pause,
+    submit, reload and resume: while the page is open it says so every ``HEARTBEAT_S``; a gap longer than
+    ``AWAY_S`` (the page was closed or reloaded) counts as paused, as does a pause.
     """
     refusals = (practice_lib.NotAllowed, practice_lib.DailyCapReached, ValueError)
     clocks: dict[str, dict[str, Any]] = {}
@@ -375,7 +396,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         }
 
     def console_view(who: str | None) -> dict[Any, Any]:
-        return {console: gr.update(visible=is_admin(who))}
+        return {console_box: gr.update(visible=is_admin(who))}
 
     def screen(who: str, note_text: str = "") -> dict[Any, Any]:
         """The account's next unanswered item, or, with the block complete, its report and review."""
@@ -420,15 +441,13 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             comment: "",
         }
 
-    def next_block_note(p: practice_lib.Practice, who: str) -> str:
-        completes = getattr(p, "next_block_completes", None)  # Engineer P's number (top-up first)
-        if completes is None:
-            return ""
-        n = completes(who)
+    def next_block_note(p: practice_lib.Practice, who: str | None) -> str:
+        n = p.next_block_completes(who)
         if not n:
             return ""
         items = f"{n} subset item" + ("s" if n != 1 else "")
-        return f"Your next block would complete **{items}** (items the study left short of raters)."
+        whose = "Your next block" if who else "The next block"
+        return f"{whose} would complete **{items}** (items the study left short of raters)."
 
     def refused(text: str, who: str | None = None) -> dict[Any, Any]:
         return {note: text, **console_view(who)}
@@ -443,17 +462,20 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
                 p.confirm(who, True, number)
             elif not p.status(who)["confirmed"]:
                 hint = " The study lead's console is below." if is_admin(who) else ""
-                return {**refused("❌ Confirm that you hold a TCM licence to answer." + hint, who), saved: who}
-            return {**screen(who, f"Signed in as **{who}**."), saved: who}
+                return refused("❌ Confirm that you hold a TCM licence to answer." + hint, who)
+            return screen(who, f"Signed in as **{who}**.")
         except refusals as err:
             return refused(f"❌ {err}", who)
 
     def resume(saved_name: str | None, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
         """On page load: the signed-in (hosted) or remembered (local) account's block, where it was left."""
         who = account(saved_name, profile)
-        if who is None:
-            return {}
-        out: dict[Any, Any] = {} if settings.hosted else {name: who}
+        if who is None:  # a visitor: what a block would bring
+            try:
+                return {next_info: next_block_note(practice.get(), None)}
+            except Exception:  # the data may be unreachable: the tab says so when they start
+                return {note: gr.update()}
+        out: dict[Any, Any] = {note: gr.update()} if settings.hosted else {name: who}
         try:
             if not practice.get().status(who)["confirmed"]:
                 return {**out, **console_view(who)}
@@ -483,10 +505,14 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             return {error: "⚠️ Still needed before this item can be recorded: " + "; ".join(missing) + "."}
         now = time.time()
         c = clock(who, item, now, start=False)
-        seconds = paused = None
         if c is not None:
             paused = c["paused"] + (now - c["paused_since"] if c["paused_since"] is not None else 0.0)
-            seconds = now - c["shown_at"] - paused
+            seconds = now - c["shown_at"]  # the whole time on the item; the paused part of it is ``paused``
+        elif any(r["item_id"] == item for r in practice.get().store.practice_responses(account=who)):
+            seconds = paused = 0.0  # a replay of a recorded item: it records nothing, the stored times stay
+        else:  # the Space restarted since the item was shown: its time is unknown and never made up
+            clock(who, item, now)
+            return {error: "⚠️ This item's timer was lost (the Space restarted); it runs again from now: submit again."}
         try:
             recorded, _ = practice.get().submit(
                 who,
@@ -499,7 +525,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
                 seconds,
                 paused,
             )
-        except ValueError as err:  # a field the server refused: said next to the controls, the item stays
+        except ValueError as err:  # InvalidResponse names the field: said next to the controls, the item stays
             return {error: f"⚠️ {err}"}
         except (practice_lib.NotAllowed, practice_lib.DailyCapReached) as err:
             return refused(f"❌ {err}", who)
@@ -515,7 +541,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         """Pause or resume the item's clock; the controls show the state the server holds."""
         who = account(name, profile)
         if who is None or not item:
-            return {}
+            return {note: gr.update()}
         now = time.time()
         with clocks_lock:
             c = clocks.get(who)
@@ -543,26 +569,72 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         except refusals as err:
             return refused(f"❌ {err}", who)
 
-    # the study lead's console (admins): every function checks the account itself
-    def progress(name: str, profile: gr.OAuthProfile | None) -> tuple[str, pd.DataFrame]:
-        try:
-            return "", practice.get().progress(account(name, profile))
-        except refusals as err:
-            return f"❌ {err}", pd.DataFrame()
+    # the study lead's console (admins): every function checks the account itself (Practice._admin)
+    def console_tables(admin: str | None) -> list[pd.DataFrame]:
+        """Per practitioner, flagged items with every comment, slots, blocks, decisions (lists as text)."""
+        p = practice.get()
+        frames = [
+            p.practitioners_table(admin),
+            p.flagged_items(admin),
+            p.slots_table(admin),
+            p.progress(admin),
+            p.decisions(admin),
+        ]
+        return [_listless(f) for f in frames]
 
-    def exclude(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> str:
+    def console(name: str, profile: gr.OAuthProfile | None) -> list[Any]:
+        try:
+            return ["", *console_tables(account(name, profile))]
+        except refusals as err:
+            return [f"❌ {err}", *[pd.DataFrame() for _ in range(5)]]
+
+    def decided(admin: str | None, text: str) -> list[Any]:
+        """The console after a decision: what was done, and the tables as they stand now."""
+        try:
+            return [text, *console_tables(admin)]
+        except refusals as err:
+            return [f"❌ {err}", *[gr.update() for _ in range(5)]]
+
+    def refused_console(err: Exception) -> list[Any]:
+        return [f"❌ {err}", *[gr.update() for _ in range(5)]]
+
+    def exclude(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
         return set_excluded(name, who, why, profile, True)
 
-    def include(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> str:
+    def include(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
         return set_excluded(name, who, why, profile, False)
 
-    def set_excluded(name: str, who: str, why: str, profile: gr.OAuthProfile | None, excluded: bool) -> str:
-        who = (who or "").strip()
+    def set_excluded(name: str, who: str, why: str, profile: gr.OAuthProfile | None, excluded: bool) -> list[Any]:
+        admin, who = account(name, profile), (who or "").strip()
+        if not who:
+            return refused_console(ValueError("enter the practitioner's account"))
         try:
-            practice.get().exclude(account(name, profile), who, why, excluded)
+            practice.get().exclude(admin, who, why, excluded)
         except refusals as err:
-            return f"❌ {err}"
-        return f"{'Excluded' if excluded else 'Re-included'} **{who}**: {why.strip()}"
+            return refused_console(err)
+        return decided(admin, f"{'Excluded' if excluded else 'Re-included'} **{who}**: {why.strip()}")
+
+    def release(name: str, who: str, block: float | None, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
+        admin, who = account(name, profile), (who or "").strip()
+        if not who or block is None:
+            return refused_console(ValueError("enter the account and the block of the slot to release"))
+        try:
+            practice.get().release_slot(admin, who, int(block), why)
+        except refusals as err:
+            return refused_console(err)
+        return decided(admin, f"Released **{who}**'s slot in block {int(block)}: {why.strip()}")
+
+    def reassign(
+        name: str, who: str, block: float | None, slot: float | None, why: str, profile: gr.OAuthProfile | None
+    ) -> list[Any]:
+        admin, who = account(name, profile), (who or "").strip()
+        if not who or block is None or slot is None:
+            return refused_console(ValueError("enter the block, the slot and the account to give it to"))
+        try:
+            practice.get().reassign_slot(admin, int(block), int(slot), who, why)
+        except refusals as err:
+            return refused_console(err)
+        return decided(admin, f"Slot {int(slot)} of block {int(block)} given to **{who}**: {why.strip()}")
 
     def export(name: str, profile: gr.OAuthProfile | None) -> tuple[str, str | None]:
         try:
@@ -573,7 +645,6 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             return f"❌ {err}", None
 
     gr.Markdown(PRACTICE_HINT)
-    saved = gr.BrowserState(None, storage_key="tcmqa-practitioner")  # local mode: the name, to resume on reload
     if settings.hosted:
         gr.LoginButton()
         name = gr.Textbox(visible=False)
@@ -611,23 +682,42 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         report = gr.Markdown(elem_id="practice-report")
         next_button = gr.Button("Start another block", elem_id="practice-next")
     heartbeat_timer = gr.Timer(HEARTBEAT_S)
-    with gr.Column(visible=False, elem_id="practice-console") as console:
-        gr.Markdown("## The study lead's console\nAdmins only: every action here is checked against the admin list.")
+    with gr.Column(visible=False, elem_id="practice-console") as console_box:
+        gr.Markdown(
+            "## The study lead's console\nAdmins only (every action is checked against the admin list). "
+            "Accuracy is against the reference answers, agreement with the co-raters on the same items; "
+            "a long run of identical answers suggests clicking through."
+        )
         admin_note = gr.Markdown(elem_id="console-note")
-        progress_button = gr.Button("Progress per block", elem_id="console-progress")
-        progress_table = gr.Dataframe(interactive=False, label="Blocks", elem_id="console-blocks")
-        progress_button.click(progress, name, [admin_note, progress_table], api_name="practice_progress")
+        refresh_button = gr.Button("Refresh the console", elem_id="console-refresh")
+        wide = {"interactive": False, "wrap": True, "max_height": 420}
+        practitioners_table = gr.Dataframe(label="Practitioners", elem_id="console-practitioners", **wide)
         with gr.Row():
             excluded = gr.Textbox(label="Practitioner (account)", elem_id="console-account")
-            reason = gr.Textbox(label="Reason (recorded)", elem_id="console-reason")
+            reason = gr.Textbox(label="Reason (recorded with your account)", elem_id="console-reason")
         with gr.Row():
             exclude_button = gr.Button("Exclude", variant="stop", elem_id="console-exclude")
             include_button = gr.Button("Re-include", elem_id="console-include")
-        exclude_button.click(exclude, [name, excluded, reason], admin_note, api_name="practice_exclude")
-        include_button.click(include, [name, excluded, reason], admin_note, api_name="practice_include")
-        export_button = gr.Button("Export the study (platform database)", elem_id="console-export")
+        with gr.Row():
+            slot_block = gr.Number(label="Block", precision=0, elem_id="console-block")
+            slot_number = gr.Number(label="Slot (to reassign)", precision=0, elem_id="console-slot")
+            release_button = gr.Button("Release the account's slot in this block", elem_id="console-release")
+            reassign_button = gr.Button("Give this slot to the account", elem_id="console-reassign")
+        flagged_table = gr.Dataframe(label="Flagged items, every comment", elem_id="console-flagged", **wide)
+        slots_table = gr.Dataframe(label="Slots", elem_id="console-slots", **wide)
+        progress_table = gr.Dataframe(label="Blocks", elem_id="console-blocks", **wide)
+        decisions_table = gr.Dataframe(label="Exclusions and re-inclusions", elem_id="console-decisions", **wide)
+        export_button = gr.Button("Export the whole study (platform database)", elem_id="console-export")
         export_file = gr.File(label="annotation_platform.sqlite", elem_id="console-export-file")
-        export_button.click(export, name, [admin_note, export_file], api_name="practice_export")
+    tables = [admin_note, practitioners_table, flagged_table, slots_table, progress_table, decisions_table]
+    refresh_button.click(console, name, tables, api_name="practice_console")
+    exclude_button.click(exclude, [name, excluded, reason], tables, api_name="practice_exclude")
+    include_button.click(include, [name, excluded, reason], tables, api_name="practice_include")
+    release_button.click(release, [name, excluded, slot_block, reason], tables, api_name="practice_release")
+    reassign_button.click(
+        reassign, [name, excluded, slot_block, slot_number, reason], tables, api_name="practice_reassign"
+    )
+    export_button.click(export, name, [admin_note, export_file], api_name="practice_export")
     screen_outputs = [
         note,
         header,
@@ -649,12 +739,11 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         next_button,
         next_info,
         name,
-        saved,
-        console,
+        console_box,
         report,
     ]
-    start_button.click(start, [name, licence, number], screen_outputs, api_name="practice_start")
-    demo.load(resume, saved, screen_outputs, api_name=False, show_progress="hidden")
+    start_button.click(start, [name, licence, number], screen_outputs, api_name="practice_start", js=REMEMBER_JS)
+    demo.load(resume, name, screen_outputs, api_name=False, show_progress="hidden", js=RECALL_JS)
     demo.load(None, js=KEYS_JS)
     submit_button.click(
         submit,

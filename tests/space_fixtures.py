@@ -14,11 +14,16 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from fakehub import FakeHub
 from gradio_client import Client
 
+from tcmqa.data import load_config
 from tcmqa.leaderboard.settings import Settings
+from tcmqa.prompts import PROTOCOL
+from tcmqa.schema import OUTPUTS
 from tcmqa.store import SQLiteStore
 
 APP = Path(__file__).resolve().parents[1] / "space" / "app.py"
@@ -164,3 +169,39 @@ def write_folder(
     ).encode()
     (path / weights).write_bytes(struct.pack("<Q", len(header)) + header)
     return path
+
+
+def evaluated_model(store: SQLiteStore, tree: Path, tmp_path: Path) -> None:
+    """A finished evaluation on every item (right on even positions), with its outputs in the store."""
+    corpus = load_config(str(tree), "corpus").to_list()
+    rows = []
+    for i, item in enumerate(corpus):
+        rows.append(
+            {
+                "model": "org/model",
+                "item_id": item["id"],
+                "answer_type": item["answer_type"],
+                "generated_text": "",
+                "prediction": item["answer"] if i % 2 == 0 else ["E"],
+                "correct": i % 2 == 0 or item["answer"] == ["E"],
+            }
+        )
+    path = tmp_path / "part-00000.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=OUTPUTS.arrow_schema), path)
+    store.submit("org/model", "a" * 40, PROTOCOL, "local")
+    job = store.claim("w")
+    row = {
+        "model": "org/model",
+        "origin": "evaluated",
+        "family": "Qwen2",
+        "params_b": 0.5,
+        "full": 50.0,
+        "subset": 50.0,
+        "human_reference": 60.0,
+        "delta_human": -10.0,
+        "protocol": PROTOCOL,
+        "data_fingerprint": "fp",
+        "coverage": 100.0,
+        "revision": "a" * 40,
+    }
+    assert store.finish(job, row, [path])

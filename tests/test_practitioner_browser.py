@@ -1,17 +1,28 @@
-"""Practitioner mode in a real browser (Debian's chromium through Playwright): a practitioner signs in,
-confirms a licence, answers five items (one multi-answer), reloads mid-block and resumes at item six.
-Every response the server sends is recorded and searched for the reference answers. Screenshots go to
-artifacts/screenshots/practitioner-*.png."""
+"""Practitioner mode in a real browser (Debian's chromium through Playwright, the CJK font installed):
+
+* a practitioner signs in, confirms a licence, answers five items (one multi-answer), reloads mid-block
+  and the page itself resumes at item six; every response the server sends is searched for the answers;
+* the keyboard flow (A-E, 1-5, a domain, Enter) through a small block, the inline errors for a missing
+  answer, difficulty or domain, the item controls leaving at the block's end, and the item-by-item review;
+* pause and resume across a reload: the button shows the state the server holds, and the stored
+  response's seconds and seconds paused are the time worked and the time paused;
+* the study lead's console: admins only, exclude and re-include with a reason.
+
+Screenshots go to artifacts/screenshots/practitioner-*.png."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
-from space_fixtures import BROWSER, SHOTS, hub_models, launch, local_settings, open_chromium
+from space_fixtures import BROWSER, SHOTS, evaluated_model, hub_models, launch, local_settings, open_chromium
 
 from tcmqa.build import build
 from tcmqa.data import load_config
@@ -106,9 +117,10 @@ def test_practitioner_browser_answers_reloads_and_resumes(tmp_path: Path, multi_
 
             page.wait_for_timeout(1000)  # the recorder reads the streams asynchronously
             bodies = [page.evaluate("window.__traffic.join('')")]
-            page.reload()
-            sign_in(confirm=False)
+            page.reload()  # the page resumes the block by itself: no sign-in again
+            page.get_by_role("tab", name="Practitioners").click()
             expect(page.locator("#practice-header")).to_contain_text(f"item 6 of {BLOCK}", timeout=30_000)
+            expect(page.locator("#practice-note")).to_contain_text("resumes where you left it")
             expect(page.locator("#practice-header")).to_contain_text("5 answered")
             page.screenshot(path=SHOTS / "practitioner-06-resumed-item6.png", full_page=True)
             page.wait_for_timeout(1000)
@@ -130,3 +142,228 @@ def test_practitioner_browser_answers_reloads_and_resumes(tmp_path: Path, multi_
     for word in ('"answer"', "**Answer:**", "Your accuracy", '"correct"', "TCM-0042"):
         assert word not in joined, word
     assert not re.search(r"block \d+ complete", joined, re.I)
+
+
+@contextlib.contextmanager
+def practice_page(tmp_path: Path, tree: Path, block: int, **changes: Any) -> Iterator[tuple[SQLiteStore, Any, Any]]:
+    """The Space launched on a fresh store with one evaluated model; (store, browser, a page on the app)."""
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    store = SQLiteStore(tmp_path / "store")
+    evaluated_model(store, tree, tmp_path)
+    settings = local_settings(store.root, tree, practice_block_size=block, **changes)
+    demo, url = launch(settings, store, hub_models())
+    try:
+        with sync_playwright() as p:
+            browser = open_chromium(p)
+            page = browser.new_page(viewport={"width": 1300, "height": 1100})
+            page.goto(url)
+            yield store, browser, page
+            browser.close()
+    finally:
+        demo.close()
+
+
+def sign_in(page: Any, name: str, confirm: bool = True) -> None:
+    page.get_by_role("tab", name="Practitioners").click()
+    page.locator("#practice-name textarea, #practice-name input").first.fill(name)
+    if confirm:
+        page.locator("#practice-licence input").check()
+    page.locator("#practice-start").click()
+
+
+DOMAIN = "中藥本草學 (materia_medica)"
+
+
+def keyboard_answer(page: Any, item: dict, letters: list[str], difficulty: int, domain: bool = True) -> None:
+    """Letters and difficulty by key, a domain by mouse (focus then stays on a checkbox, not a text field)."""
+    for letter in letters:
+        page.keyboard.press(letter.lower())
+    page.keyboard.press(str(difficulty))
+    if domain:
+        page.locator("#practice-domains").get_by_text(DOMAIN).click()
+
+
+def test_practitioner_browser_keyboard_flow_errors_and_review(tmp_path: Path, multi_tree: Path) -> None:
+    from playwright.sync_api import expect
+
+    items = {i["id"]: i for i in load_config(str(multi_tree), "corpus").to_list()}
+    with practice_page(tmp_path, multi_tree, block=4) as (store, _browser, page):
+        sign_in(page, "lan")
+        header, error = page.locator("#practice-header"), page.locator("#practice-error")
+        expect(header).to_contain_text("item 1 of 4", timeout=30_000)
+        block_items = store.practice_block_items(store.practice_assignments("lan")[0]["block"])
+        # the stem as plain text (no heading), the options once: in the answer buttons only
+        first = items[block_items[0]]
+        expect(page.locator("#practice-question")).to_contain_text(first["question"])
+        assert page.locator("#practice-question h1, #practice-question h2, #practice-question h3").count() == 0
+        for letter, text in first["options"].items():
+            assert page.get_by_text(text, exact=False).count() >= 1
+            expect(page.locator("#practice-question")).not_to_contain_text(f"{letter}. {text}")
+        wrong = "E" if first["answer"] != ["E"] else "A"
+        for n, item_id in enumerate(block_items, 1):
+            item = items[item_id]
+            expect(header).to_contain_text(f"item {n} of 4", timeout=30_000)
+            group = "#practice-multi" if item["answer_type"] == "multi" else "#practice-single"
+            letters = [wrong] if n == 1 else list(item["answer"])
+            if n == 2:  # the answer only: difficulty and domain are asked for, next to the controls
+                for letter in letters:
+                    page.keyboard.press(letter)
+                page.keyboard.press("Enter")
+                expect(error).to_contain_text("difficulty", timeout=10_000)
+                expect(error).to_contain_text("domain")
+                expect(error).not_to_contain_text("answer**")
+                page.screenshot(path=SHOTS / "practitioner-10-missing-difficulty-domain.png", full_page=True)
+                page.keyboard.press("4")
+                page.keyboard.press("Enter")
+                expect(error).not_to_contain_text("difficulty", timeout=10_000)
+                expect(error).to_contain_text("at least one domain")
+                page.locator("#practice-domains").get_by_text(DOMAIN).click()
+            elif n == 3:  # difficulty and domain but no answer
+                keyboard_answer(page, item, [], 2)
+                page.keyboard.press("Enter")
+                expect(error).to_contain_text("your answer", timeout=10_000)
+                page.screenshot(path=SHOTS / "practitioner-11-missing-answer.png", full_page=True)
+                for letter in letters:
+                    page.keyboard.press(letter)
+            else:
+                keyboard_answer(page, item, letters, 1 + n % 5)
+            for letter in letters:
+                expect(page.locator(f"{group} input[value='{letter}'], {group} input[name='{letter}']")).to_be_checked()
+            expect(page.locator("#practice-difficulty input:checked")).to_have_count(1)
+            if n == 1:
+                page.screenshot(path=SHOTS / "practitioner-12-keyboard-item1.png", full_page=True)
+            page.keyboard.press("Enter")
+            if n < 4:
+                expect(header).to_contain_text(f"item {n + 1} of 4", timeout=30_000)
+                expect(error).to_have_text("")
+        # the block is over: the item controls leave, the review shows every item
+        review = page.locator("#practice-report")
+        expect(review).to_contain_text("Item by item", timeout=30_000)
+        for elem in ("#practice-submit", "#practice-pause", "#practice-difficulty", "#practice-domains"):
+            expect(page.locator(elem)).to_have_count(0)
+        page.keyboard.press("A")  # no item on screen: the keys do nothing
+        expect(page.locator("#practice-next")).to_be_visible()
+        for item_id in block_items:
+            item = items[item_id]
+            expect(review).to_contain_text(item["question"].strip().splitlines()[0])
+            expect(review).to_contain_text(f"Reference: {', '.join(item['answer'])}")
+            if item.get("explanation"):
+                expect(review).to_contain_text(item["explanation"].strip().splitlines()[0][:30])
+        expect(review).to_contain_text(f"Your answer: {wrong} (❌ wrong)")
+        expect(review).to_contain_text("org/model:")
+        page.screenshot(path=SHOTS / "practitioner-13-block-review.png", full_page=True)
+    stored = store.practice_responses(account="lan")
+    assert len(stored) == 4
+    assert all(r["difficulty"] in range(1, 6) and json.loads(r["domains"]) for r in stored)
+    assert json.loads(stored[0]["selected"]) == [wrong] and stored[1]["difficulty"] == 4
+
+
+def test_practitioner_browser_pause_reload_resume_timing(tmp_path: Path, multi_tree: Path) -> None:
+    from playwright.sync_api import expect
+
+    items = {i["id"]: i for i in load_config(str(multi_tree), "corpus").to_list()}
+    with practice_page(tmp_path, multi_tree, block=BLOCK) as (store, _browser, page):
+        pause, question = page.locator("#practice-pause"), page.locator("#practice-question")
+        submit, header = page.locator("#practice-submit"), page.locator("#practice-header")
+        begun = time.time()
+        sign_in(page, "yu")
+        expect(header).to_contain_text(f"item 1 of {BLOCK}", timeout=30_000)
+        block_items = store.practice_block_items(store.practice_assignments("yu")[0]["block"])
+        expect(pause).to_have_text("暫停一下 Pause")
+        page.wait_for_timeout(1200)  # working
+        pause.click()
+        expect(pause).to_contain_text("Resume", timeout=10_000)
+        paused_from = time.time()
+        expect(page.locator("#practice-paused")).to_be_visible()
+        expect(question).to_have_count(0)  # hidden while paused
+        expect(submit).to_be_disabled()
+        page.evaluate("document.activeElement.blur()")  # Enter on the focused Pause button would resume
+        page.keyboard.press("Enter")  # nothing to submit while paused
+        page.keyboard.press("A")
+        expect(pause).to_contain_text("Resume")
+        page.screenshot(path=SHOTS / "practitioner-20-paused.png", full_page=True)
+        page.wait_for_timeout(1500)
+        page.reload()  # still paused after a reload: the button says so
+        page.get_by_role("tab", name="Practitioners").click()
+        expect(header).to_contain_text(f"item 1 of {BLOCK}", timeout=30_000)
+        expect(pause).to_contain_text("Resume")
+        expect(page.locator("#practice-paused")).to_be_visible()
+        page.screenshot(path=SHOTS / "practitioner-21-paused-after-reload.png", full_page=True)
+        page.wait_for_timeout(500)
+        paused_to = time.time()
+        pause.click()
+        expect(pause).to_have_text("暫停一下 Pause", timeout=10_000)
+        expect(question).to_contain_text(items[block_items[0]]["question"].strip().splitlines()[0])
+        expect(submit).to_be_enabled()
+        page.wait_for_timeout(1000)  # working again
+        item = items[block_items[0]]
+        keyboard_answer(page, item, list(item["answer"]), 3)
+        page.screenshot(path=SHOTS / "practitioner-22-resumed.png", full_page=True)
+        page.keyboard.press("Enter")
+        expect(header).to_contain_text(f"item 2 of {BLOCK}", timeout=30_000)
+        ended = time.time()
+        expect(pause).to_have_text("暫停一下 Pause")  # a new item starts unpaused, and the button says so
+        # a pause on item 2 does not leak into item 3
+        pause.click()
+        expect(pause).to_contain_text("Resume", timeout=10_000)
+        pause.click()
+        expect(pause).to_have_text("暫停一下 Pause", timeout=10_000)
+    # seconds: the whole time on the item (shown to submitted); seconds_paused: the paused part of it
+    (first,) = store.practice_responses(account="yu")
+    assert first["item_id"] == block_items[0]
+    paused, total = first["seconds_paused"], first["seconds"]
+    assert paused >= paused_to - paused_from - 0.2, first  # the pause, the reload within it included
+    assert total - paused >= 2.0, first  # 1.2 s before the pause, 1 s after it, and the answering
+    assert total <= ended - begun + 0.2, first
+    assert total - paused < (ended - begun) - (paused_to - paused_from) + 0.2, first
+
+
+def test_practitioner_browser_console_exclude_and_reinclude(tmp_path: Path, multi_tree: Path) -> None:
+    from playwright.sync_api import expect
+
+    items = {i["id"]: i for i in load_config(str(multi_tree), "corpus").to_list()}
+    with practice_page(tmp_path, multi_tree, block=4, practice_admins=("lead",)) as (store, browser, page):
+        sign_in(page, "mei")
+        expect(page.locator("#practice-header")).to_contain_text("item 1 of 4", timeout=30_000)
+        item = items[store.practice_block_items(store.practice_assignments("mei")[0]["block"])[0]]
+        keyboard_answer(page, item, list(item["answer"]), 2)
+        page.locator("#practice-flag input").check()
+        page.locator("#practice-comment textarea, #practice-comment input").first.fill("答案有誤 E")  # E: no pick
+        page.keyboard.press("Enter")
+        expect(page.locator("#practice-header")).to_contain_text("item 2 of 4", timeout=30_000)
+        expect(page.locator("#practice-console")).to_have_count(0)  # a practitioner has no console
+        lead = browser.new_page(viewport={"width": 1300, "height": 1300})
+        lead.goto(page.url)
+        sign_in(lead, "lead", confirm=False)
+        console, note = lead.locator("#practice-console"), lead.locator("#console-note")
+        expect(console).to_be_visible(timeout=30_000)
+        expect(console).to_contain_text("The study lead's console")
+        lead.locator("#console-refresh").click()
+        people = lead.locator("#console-practitioners")
+        expect(people).to_contain_text("mei", timeout=10_000)
+        expect(people).to_contain_text("longest_same_answer_run")
+        expect(lead.locator("#console-flagged")).to_contain_text("mei: 答案有誤 E")  # every comment
+        expect(lead.locator("#console-slots")).to_contain_text("holding")
+        account = lead.locator("#console-account textarea, #console-account input").first
+        reason = lead.locator("#console-reason textarea, #console-reason input").first
+        account.fill("mei")
+        lead.locator("#console-exclude").click()  # no reason: refused, said inline
+        expect(note).to_contain_text("reason", timeout=10_000)
+        assert not store.practitioner("mei")["excluded"]
+        reason.fill("same person as another account")
+        lead.locator("#console-exclude").click()
+        expect(note).to_contain_text("Excluded mei", timeout=10_000)
+        expect(lead.locator("#console-decisions")).to_contain_text("same person as another account")
+        assert store.practitioner("mei")["excluded"]
+        assert store.practitioner("mei")["excluded_reason"] == "same person as another account"
+        lead.screenshot(path=SHOTS / "practitioner-30-console-excluded.png", full_page=True)
+        reason.fill("cleared on review")
+        lead.locator("#console-include").click()
+        expect(note).to_contain_text("Re-included mei", timeout=10_000)
+        expect(lead.locator("#console-decisions")).to_contain_text("cleared on review")
+        assert not store.practitioner("mei")["excluded"]
+        lead.screenshot(path=SHOTS / "practitioner-31-console-reincluded.png", full_page=True)
+    (response,) = store.practice_responses(account="mei")
+    assert response["comment"] == "答案有誤 E" and response["flagged"]

@@ -15,14 +15,12 @@ import pytest
 from fakehub import FakeHub
 from gradio_client import Client
 from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
-from space_fixtures import ALL_ORIGINS, board, hub_models, launch, local_settings
+from space_fixtures import ALL_ORIGINS, board, evaluated_model, hub_models, launch, local_settings
 
 from tcmqa.build import build
 from tcmqa.data import load_config
 from tcmqa.hub import Publisher
 from tcmqa.leaderboard.practice import Practice
-from tcmqa.prompts import PROTOCOL
-from tcmqa.schema import OUTPUTS
 from tcmqa.store import SQLiteStore
 
 HUMAN = "Licensed practitioners (majority vote)"
@@ -37,42 +35,6 @@ def half_tree(tmp_path_factory) -> Path:
     db = write_platform_db(root / "p.sqlite", items, [r for r in demo_interactions(items) if r[1] in rated])
     build([str(DEMO_ITEMS)], root / "tree", str(db))
     return root / "tree"
-
-
-def evaluated_model(store: SQLiteStore, tree: Path, tmp_path: Path) -> None:
-    """A finished evaluation on every item (right on even positions), with its outputs in the store."""
-    corpus = load_config(str(tree), "corpus").to_list()
-    rows = []
-    for i, item in enumerate(corpus):
-        rows.append(
-            {
-                "model": "org/model",
-                "item_id": item["id"],
-                "answer_type": item["answer_type"],
-                "generated_text": "",
-                "prediction": item["answer"] if i % 2 == 0 else ["E"],
-                "correct": i % 2 == 0 or item["answer"] == ["E"],
-            }
-        )
-    path = tmp_path / "part-00000.parquet"
-    pq.write_table(pa.Table.from_pylist(rows, schema=OUTPUTS.arrow_schema), path)
-    store.submit("org/model", "a" * 40, PROTOCOL, "local")
-    job = store.claim("w")
-    row = {
-        "model": "org/model",
-        "origin": "evaluated",
-        "family": "Qwen2",
-        "params_b": 0.5,
-        "full": 50.0,
-        "subset": 50.0,
-        "human_reference": 60.0,
-        "delta_human": -10.0,
-        "protocol": PROTOCOL,
-        "data_fingerprint": "fp",
-        "coverage": 100.0,
-        "revision": "a" * 40,
-    }
-    assert store.finish(job, row, [path])
 
 
 @pytest.fixture(scope="module")
@@ -170,22 +132,35 @@ def test_practitioner_space_three_raters_majority_and_reference(space, half_tree
 def test_practitioner_space_admin(space, tmp_path: Path) -> None:
     store, url = space
     client = Client(url, verbose=False)
-    denied = client.predict("ann", api_name="/practice_progress")
+    denied = client.predict("ann", api_name="/practice_console")
     assert denied[0] == "❌ admins only"
-    _, table = client.predict("admin", api_name="/practice_progress")
-    rows = [dict(zip(table["headers"], r)) for r in table["data"]]
+    note, people, _flagged, slots, blocks, _decisions = client.predict("admin", api_name="/practice_console")
+    assert note == ""
+    rows = [dict(zip(blocks["headers"], r, strict=True)) for r in blocks["data"]]
     assert {r["block"] for r in rows} >= {1, 2}
+    by_account = {r[0]: dict(zip(people["headers"], r, strict=True)) for r in people["data"]}
+    assert by_account["ann"]["answered"] == 5 and by_account["ann"]["accuracy"] == 100.0
+    assert by_account["cy"]["accuracy"] == 0.0
+    assert {r[slots["headers"].index("account")] for r in slots["data"]} >= {"ann", "bo", "cy", "dee"}
     _note, path = client.predict("admin", api_name="/practice_export")
     assert path and Path(path).is_file()
     con = sqlite3.connect(path)
     users = [u for (u,) in con.execute("SELECT username FROM user")]
     con.close()
-    assert users and all(u.startswith("P") for u in users)
-    assert "excluded" not in client.predict("admin", "ann", "", api_name="/practice_exclude").lower()
-    message = client.predict("admin", "cy", "test account", api_name="/practice_exclude")
+    assert users and all(u[0] in "PS" for u in users)  # pseudonyms: the Space's (P) and the study's (S)
+    assert "reason" in client.predict("admin", "ann", "", api_name="/practice_exclude")[0]
+    assert not store.practitioner("ann")["excluded"]
+    message, *_, decisions = client.predict("admin", "cy", "test account", api_name="/practice_exclude")
     assert message.startswith("Excluded") and store.practitioner("cy")["excluded_reason"] == "test account"
+    assert [r[:3] for r in decisions["data"]] == [["cy", "excluded", "test account"]]
     refused = Client(url, verbose=False).predict("cy", True, "", api_name="/practice_start")
     assert "excluded" in refused[0]
+    assert client.predict("cy", "cy", "self-service", api_name="/practice_include")[0] == "❌ admins only"
+    message, *_, decisions = client.predict("admin", "cy", "appeal upheld", api_name="/practice_include")
+    assert message.startswith("Re-included") and not store.practitioner("cy")["excluded"]
+    assert [r[:3] for r in decisions["data"]][-1] == ["cy", "re-included", "appeal upheld"]
+    back = Client(url, verbose=False).predict("cy", True, "", api_name="/practice_start")
+    assert back[0].startswith("Signed in as")
 
 
 def test_practitioner_responses_published_coalesced(tmp_path: Path, half_tree: Path) -> None:
@@ -200,7 +175,8 @@ def test_practitioner_responses_published_coalesced(tmp_path: Path, half_tree: P
     for name in ("a", "b", "c"):
         practice.confirm(name, True)
         while (view := practice.current(name)) is not None:
-            practice.submit(name, view.item_id, list(practice.items[view.item_id]["answer"]))
+            answer = list(practice.items[view.item_id]["answer"])
+            practice.submit(name, view.item_id, answer, ["materia_medica"], 3, seconds=5.0)
             publisher.publish_responses(store.practice_version(), practice.configs, every_s=600)
     assert len(hub.commits_to("TechTCM/TCMQA")) == 1  # the first; the rest coalesce within 600 s
     clock[0] += 601
