@@ -343,13 +343,34 @@ def _block_review(p: practice_lib.Practice, who: str, report: dict[str, Any]) ->
     return review_markdown(rows)
 
 
-def _listless(frame: pd.DataFrame) -> pd.DataFrame:
-    """A console table with its list cells (blocks, comments) as text, one entry per line."""
+CONSOLE_HEADERS = {  # the console's tables (Practice's column names) as the study lead reads them
+    "practitioner_id": "pseudonym",
+    "accuracy": "accuracy %",
+    "agreement": "agreement %",
+    "median_seconds": "median s",
+    "longest_same_answer_run": "same-answer run",
+    "flag_comments": "flag comments",
+    "last_active": "last active",
+    "excluded_reason": "reason",
+    "excluded_by": "by",
+    "study_flags": "study flags",
+    "open_slots": "open slots",
+    "assigned_at": "assigned",
+    "decided_by": "by",
+    "decided_at": "when",
+}
+
+
+def _console_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A console table for the page: list cells (blocks, comments) as text one entry a line, fractions
+    of a second and percentages to one decimal, short headers."""
     frame = frame.copy()
     for column in frame.columns:
         if frame[column].map(lambda v: isinstance(v, list | tuple)).any():
             frame[column] = frame[column].map(lambda v: "\n".join(map(str, v)) if isinstance(v, list | tuple) else v)
-    return frame
+        elif pd.api.types.is_float_dtype(frame[column]):
+            frame[column] = frame[column].round(1)
+    return frame.rename(columns=CONSOLE_HEADERS)
 
 
 def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader, demo: gr.Blocks) -> None:
@@ -580,7 +601,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             p.progress(admin),
             p.decisions(admin),
         ]
-        return [_listless(f) for f in frames]
+        return [_console_frame(f) for f in frames]
 
     def console(name: str, profile: gr.OAuthProfile | None) -> list[Any]:
         try:
@@ -699,8 +720,8 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             exclude_button = gr.Button("Exclude", variant="stop", elem_id="console-exclude")
             include_button = gr.Button("Re-include", elem_id="console-include")
         with gr.Row():
-            slot_block = gr.Number(label="Block", precision=0, elem_id="console-block")
-            slot_number = gr.Number(label="Slot (to reassign)", precision=0, elem_id="console-slot")
+            slot_block = gr.Number(None, label="Block", precision=0, elem_id="console-block")
+            slot_number = gr.Number(None, label="Slot (to reassign)", precision=0, elem_id="console-slot")
             release_button = gr.Button("Release the account's slot in this block", elem_id="console-release")
             reassign_button = gr.Button("Give this slot to the account", elem_id="console-reassign")
         flagged_table = gr.Dataframe(label="Flagged items, every comment", elem_id="console-flagged", **wide)
@@ -708,7 +729,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         progress_table = gr.Dataframe(label="Blocks", elem_id="console-blocks", **wide)
         decisions_table = gr.Dataframe(label="Exclusions and re-inclusions", elem_id="console-decisions", **wide)
         export_button = gr.Button("Export the whole study (platform database)", elem_id="console-export")
-        export_file = gr.File(label="annotation_platform.sqlite", elem_id="console-export-file")
+        export_file = gr.File(label="annotation_platform.sqlite", height=90, elem_id="console-export-file")
     tables = [admin_note, practitioners_table, flagged_table, slots_table, progress_table, decisions_table]
     refresh_button.click(console, name, tables, api_name="practice_console")
     exclude_button.click(exclude, [name, excluded, reason], tables, api_name="practice_exclude")

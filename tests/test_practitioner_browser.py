@@ -251,7 +251,7 @@ def test_practitioner_browser_keyboard_flow_errors_and_review(tmp_path: Path, mu
             expect(review).to_contain_text(f"Reference: {', '.join(item['answer'])}")
             if item.get("explanation"):
                 expect(review).to_contain_text(item["explanation"].strip().splitlines()[0][:30])
-        expect(review).to_contain_text(f"Your answer: {wrong} (❌ wrong)")
+        expect(review).to_contain_text(f"Your answer: {wrong} (✗ wrong)")
         expect(review).to_contain_text("org/model:")
         page.screenshot(path=SHOTS / "practitioner-13-block-review.png", full_page=True)
     stored = store.practice_responses(account="lan")
@@ -343,7 +343,7 @@ def test_practitioner_browser_console_exclude_and_reinclude(tmp_path: Path, mult
         lead.locator("#console-refresh").click()
         people = lead.locator("#console-practitioners")
         expect(people).to_contain_text("mei", timeout=10_000)
-        expect(people).to_contain_text("longest_same_answer_run")
+        expect(people).to_contain_text("same-answer run")
         expect(lead.locator("#console-flagged")).to_contain_text("mei: 答案有誤 E")  # every comment
         expect(lead.locator("#console-slots")).to_contain_text("holding")
         account = lead.locator("#console-account textarea, #console-account input").first

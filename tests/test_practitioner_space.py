@@ -139,8 +139,8 @@ def test_practitioner_space_admin(space, tmp_path: Path) -> None:
     rows = [dict(zip(blocks["headers"], r, strict=True)) for r in blocks["data"]]
     assert {r["block"] for r in rows} >= {1, 2}
     by_account = {r[0]: dict(zip(people["headers"], r, strict=True)) for r in people["data"]}
-    assert by_account["ann"]["answered"] == 5 and by_account["ann"]["accuracy"] == 100.0
-    assert by_account["cy"]["accuracy"] == 0.0
+    assert by_account["ann"]["answered"] == 5 and by_account["ann"]["accuracy %"] == 100.0
+    assert by_account["cy"]["accuracy %"] == 0.0 and by_account["cy"]["agreement %"] == 0.0
     assert {r[slots["headers"].index("account")] for r in slots["data"]} >= {"ann", "bo", "cy", "dee"}
     _note, path = client.predict("admin", api_name="/practice_export")
     assert path and Path(path).is_file()

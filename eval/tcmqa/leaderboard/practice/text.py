@@ -64,12 +64,12 @@ def review_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     parts = ["## Item by item"]
     for row in rows:
         selected, answer = list(row["selected"]), list(row["answer"])
-        mark = "✅ right" if selected == answer else "❌ wrong"
+        mark = "✓ right" if selected == answer else "✗ wrong"
         options = "  \n".join(f"**{k}.** {plain(v)}" for k, v in row["options"].items())
         models = row.get("models") or {}
         said = (
             "; ".join(
-                f"{plain(model)}: {_letters(letters)}{' ✅' if list(letters or []) == answer else ' ❌'}"
+                f"{plain(model)}: {_letters(letters)} {'✓' if list(letters or []) == answer else '✗'}"
                 for model, letters in sorted(models.items())
             )
             if models
