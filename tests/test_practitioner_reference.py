@@ -19,7 +19,7 @@ from tcmqa.build import build
 from tcmqa.data import load_config
 from tcmqa.hub import Publisher
 from tcmqa.ingest import person_pseudonym
-from tcmqa.leaderboard.practice import NotAllowed, Practice, PracticeLoader
+from tcmqa.leaderboard.practice import NotAllowed, Practice, PracticeLoader, open_block_items
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import OUTPUTS, RESPONSES
@@ -253,12 +253,14 @@ def test_practitioner_open_block_not_published(tmp_path: Path, study_tree: Path)
     p.submit("cy", view.item_id, ["A"], ["diagnosis_patterns"], 3, seconds=4.0)
     n_study = len(p.imported)
     assert len(p.configs()["responses"]) == n_study and len(p.response_rows()) == 0
+    assert open_block_items(store) == set(store.practice_block_items(view.block))
     version = p.published_version()
     assert publisher.publish_responses(version, p.configs, force=True)
     files = hub.files(REPO)
     on_hub = pq.read_table(pa.BufferReader(files["responses/test-00000-of-00001.parquet"])).to_pylist()
     assert len(on_hub) == n_study and not any(r["source"] == "space" for r in on_hub)
     answer_all(p, "cy")
+    assert open_block_items(store) == set()
     assert p.published_version() != version
     assert len(p.configs()["responses"]) == n_study + 9
 
@@ -399,3 +401,16 @@ def test_practitioner_hub_study_needs_a_pinned_revision(tmp_path: Path) -> None:
     loader = PracticeLoader("TechTCM/TCMQA", SQLiteStore(tmp_path / "s"))
     with pytest.raises(ValueError, match="TCMQA_STUDY_REVISION"):
         loader.study_rows()
+
+
+def test_practitioner_stratified_draw_by_exam_source_for_unrated_items() -> None:
+    """Unrated items have no domains: their exam source stands in, so a draw mirrors the pool's sources."""
+    from tcmqa.leaderboard.practice import stratified_draw
+
+    pool = [
+        {"id": f"{k}-{i}", "domains": [], "source_difficulty": 1, "answer_type": "single", "source": f"{k}/exam/{i}"}
+        for k, n in (("pharmacist", 30), ("physician", 10))
+        for i in range(n)
+    ]
+    drawn = stratified_draw(pool, 8, seed=3)
+    assert collections.Counter(i["source"].split("/")[0] for i in drawn) == {"pharmacist": 6, "physician": 2}

@@ -50,7 +50,7 @@ from tcmqa.leaderboard.practice.assignment import (
     stratified_draw,
 )
 from tcmqa.leaderboard.practice.console import PracticeConsole
-from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S, NotAllowed
+from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S, NotAllowed, open_block_items
 from tcmqa.leaderboard.practice.text import item_markdown, report_markdown
 from tcmqa.schema import DOMAINS
 from tcmqa.store import DailyCapReached, Store
@@ -67,6 +67,7 @@ __all__ = [
     "Practice",
     "PracticeLoader",
     "item_markdown",
+    "open_block_items",
     "report_markdown",
     "stratified_draw",
 ]

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from tcmqa.ingest import EXPORT_SCHEMA, PLATFORM_SCHEMA
-from tcmqa.leaderboard.practice.core import NotAllowed
+from tcmqa.leaderboard.practice.core import NotAllowed, counts, finished
 from tcmqa.leaderboard.practice.scoring import PracticeScoring
 from tcmqa.schema import DOMAINS
 
@@ -43,7 +43,7 @@ class PracticeAdmin(PracticeScoring):
         rows = []
         for block, items in sorted(snap.blocks.items()):
             members = [a for a in snap.assignments if a["block"] == block]
-            counted = [a for a in members if self._counts(snap, a)]
+            counted = [a for a in members if counts(snap, a)]
             rows.append(
                 {
                     "block": block,
@@ -53,7 +53,7 @@ class PracticeAdmin(PracticeScoring):
                     "raters": sum(self._holds(snap, a) for a in members),
                     "excluded": sum(a["account"] in snap.excluded for a in members),
                     "responses": sum(snap.activity.get((a["account"], block), (0, 0.0))[0] for a in counted),
-                    "finished": sum(self._finished(snap, a) for a in counted),
+                    "finished": sum(finished(snap, a) for a in counted),
                     "open_slots": self._block_raters(snap, block) - sum(self._holds(snap, a) for a in members),
                     "published": block in published,
                 }

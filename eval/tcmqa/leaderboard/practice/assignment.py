@@ -43,9 +43,12 @@ class ItemView:
 
 
 def _stratum(item: dict) -> tuple[str, int, str]:
+    """(domain, source difficulty, answer type); an unrated item has no domain yet, so its exam source
+    (the first two parts of its source path, e.g. a pharmacist or a physician exam) stands in for it."""
     domains = list(item.get("domains") or [])
+    area = domains[0] if domains else "source:" + "/".join(str(item.get("source") or "").split("/")[:2])
     difficulty = item.get("source_difficulty")
-    return (domains[0] if domains else "", -1 if difficulty is None else int(difficulty), item["answer_type"])
+    return (area, -1 if difficulty is None else int(difficulty), item["answer_type"])
 
 
 def stratified_draw(pool: Sequence[dict], n: int, seed: int) -> list[dict]:

@@ -16,6 +16,7 @@ import statistics
 import pandas as pd
 
 from tcmqa.leaderboard.practice.admin import PracticeAdmin
+from tcmqa.leaderboard.practice.core import counts, finished
 
 PRACTITIONER_COLUMNS = [
     "account",
@@ -63,7 +64,7 @@ class PracticeConsole(PracticeAdmin):
         self._admin(admin)
         snap = self.store.practice_snapshot()
         names = self._pseudonyms()
-        counted = {(a["account"], a["block"]) for a in snap.assignments if self._counts(snap, a)}
+        counted = {(a["account"], a["block"]) for a in snap.assignments if counts(snap, a)}
         stored = self.store.practice_responses()
         answers: dict[str, list[tuple[str, list[str]]]] = collections.defaultdict(list)  # item -> (who, answer)
         for r in self.imported:
@@ -146,7 +147,7 @@ class PracticeConsole(PracticeAdmin):
                 state, reason = "released", a["released_reason"]
             elif a["account"] in snap.excluded:
                 state, reason = "excluded", None
-            elif self._finished(snap, a):
+            elif finished(snap, a):
                 state, reason = "finished", None
             else:
                 state, reason = ("holding" if self._holds(snap, a) else "inactive"), None

@@ -3,8 +3,8 @@
 :class:`PracticeCore` holds the state (the parameters are :class:`tcmqa.leaderboard.practice.Practice`'s),
 an account's standing (signed in, licence confirmed, excluded) and the gate every practitioner action
 passes, and the one home of the slot rules every other part reads: which assignment holds its slot
-(:meth:`PracticeCore._holds`), whose responses count (:meth:`PracticeCore._counts`) and which blocks all
-their raters have finished (:meth:`PracticeCore._finished_blocks`). The parts (assignment, scoring, admin,
+(:meth:`PracticeCore._holds`), whose responses count (:func:`counts`) and which blocks all their raters
+have finished (:func:`finished_blocks`, :func:`open_block_items`). The parts (assignment, scoring, admin,
 console) are mixins over it, composed into ``Practice``.
 """
 
@@ -38,6 +38,44 @@ def study_rows(imported: Iterable[dict]) -> list[dict]:
             continue
         rows.append({**r, "source": STUDY, "rater_slot": r.get("rater_slot")})
     return rows
+
+
+def block_raters(snap: PracticeSnapshot, block: int, raters: int) -> int:
+    """The block's slots: its own (a top-up block has fewer), or N (``raters``) for blocks made before
+    the store kept them."""
+    return snap.block_raters.get(block, raters)
+
+
+def finished(snap: PracticeSnapshot, a: dict) -> bool:
+    """Whether the assignment's practitioner answered every item of its block."""
+    answered, _ = snap.activity.get((a["account"], a["block"]), (0, 0.0))
+    return answered >= len(snap.blocks.get(a["block"], []))
+
+
+def counts(snap: PracticeSnapshot, a: dict) -> bool:
+    """Whether an assignment's responses count: not released, and its practitioner not excluded.
+
+    A released slot's responses stay stored but never count: its items are answered again by the
+    practitioner who refills it, and an item has exactly N responses in the subset.
+    """
+    return a["released_at"] is None and a["account"] not in snap.excluded
+
+
+def finished_blocks(snap: PracticeSnapshot, raters: int) -> set[int]:
+    """Blocks whose every slot is filled by a counted practitioner who finished it: only these are
+    published, and only their items may show answers, explanations or other raters' responses."""
+    done: collections.Counter[int] = collections.Counter(
+        a["block"] for a in snap.assignments if counts(snap, a) and finished(snap, a)
+    )
+    return {b for b in snap.blocks if done[b] >= block_raters(snap, b, raters)}
+
+
+def open_block_items(store: Store, raters: int = RATERS_PER_ITEM) -> set[str]:
+    """The items of every practice block not yet finished by all its raters, read from the store now
+    (the item explorer withholds their answers, explanations and responses)."""
+    snap = store.practice_snapshot()
+    done = finished_blocks(snap, raters)
+    return {item for block, items in snap.blocks.items() if block not in done for item in items}
 
 
 class PracticeCore:
@@ -109,39 +147,22 @@ class PracticeCore:
     def _answered(self, account: str, block: int) -> dict[str, dict]:
         return {r["item_id"]: r for r in self.store.practice_responses(account=account, block=block)}
 
-    # -- the slot rules ---------------------------------------------------------------------------
+    # -- the slot rules (module functions below; bound to this Practice's N and inactivity) ---------
     def _block_raters(self, snap: PracticeSnapshot, block: int) -> int:
-        """The block's slots: its own (a top-up block has fewer), or N for blocks made before they were kept."""
-        return snap.block_raters.get(block, self.raters)
-
-    def _finished(self, snap: PracticeSnapshot, a: dict) -> bool:
-        answered, _ = snap.activity.get((a["account"], a["block"]), (0, 0.0))
-        return answered >= len(snap.blocks.get(a["block"], []))
-
-    def _counts(self, snap: PracticeSnapshot, a: dict) -> bool:
-        """Whether an assignment's responses count: not released, and its practitioner not excluded.
-
-        A released slot's responses stay stored but never count: its items are answered again by the
-        practitioner who refills it, and an item has exactly N responses in the subset.
-        """
-        return a["released_at"] is None and a["account"] not in snap.excluded
+        return block_raters(snap, block, self.raters)
 
     def _holds(self, snap: PracticeSnapshot, a: dict) -> bool:
         """Whether an assignment holds its slot: it counts, and its practitioner finished the block or
         answered something within ``abandon_after_s`` (else the slot is offered to the next new practitioner)."""
-        if not self._counts(snap, a):
+        if not counts(snap, a):
             return False
-        if self._finished(snap, a):
+        if finished(snap, a):
             return True
         _, last = snap.activity.get((a["account"], a["block"]), (0, 0.0))
         return snap.now - max(last, a["assigned_at"]) <= self.abandon_after_s
 
     def _finished_blocks(self, snap: PracticeSnapshot) -> set[int]:
-        """Blocks whose every slot is filled by a counted practitioner who finished it: only these are published."""
-        done: collections.Counter[int] = collections.Counter(
-            a["block"] for a in snap.assignments if self._counts(snap, a) and self._finished(snap, a)
-        )
-        return {b for b in snap.blocks if done[b] >= self._block_raters(snap, b)}
+        return finished_blocks(snap, self.raters)
 
     def _pseudonyms(self) -> dict[str, str]:
         """Account -> its one public pseudonym (from the person number, never the account name)."""
@@ -159,7 +180,7 @@ class PracticeCore:
         """(response, assignment) pairs that are published: counted assignments of finished blocks."""
         snap = snap or self.store.practice_snapshot()
         finished = self._finished_blocks(snap)
-        counted = {(a["account"], a["block"]): a for a in snap.assignments if self._counts(snap, a)}
+        counted = {(a["account"], a["block"]): a for a in snap.assignments if counts(snap, a)}
         return [
             (r, counted[(r["account"], r["block"])])
             for r in self.store.practice_responses()

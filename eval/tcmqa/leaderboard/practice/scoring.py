@@ -17,7 +17,7 @@ import pandas as pd
 
 from tcmqa.ingest import BuildReport, make_subset
 from tcmqa.leaderboard import model_outputs
-from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore
+from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore, counts
 from tcmqa.schema import DOMAINS, SPACE
 
 
@@ -42,9 +42,9 @@ class PracticeScoring(PracticeCore):
         mine = self._answered(account, block)
         if len(mine) < len(items):
             raise NotAllowed(f"the block is not complete ({len(mine)} of {len(items)} answered)")
-        others = [r for r in self.store.practice_responses(block=block) if r["account"] != account]
-        excluded = {p["account"] for p in self.store.practitioners() if p["excluded"]}
-        others = [r for r in others if r["account"] not in excluded]
+        snap = self.store.practice_snapshot()
+        raters = {a["account"] for a in snap.assignments if a["block"] == block and counts(snap, a)}
+        others = [r for r in self.store.practice_responses(block=block) if r["account"] in raters - {account}]
         other_by_item: dict[str, list[list[str]]] = collections.defaultdict(list)
         for r in others:
             other_by_item[r["item_id"]].append(json.loads(r["selected"]))
