@@ -71,10 +71,13 @@ ENDPOINTS: dict[str, str] = {
     "practice_pause": "pause: the caller's pause state",
     "heartbeat": "heartbeat (private, on a timer): the caller's pause state",
     "practice_next": "next_block: the caller's next block's first item (no answer)",
-    # The study lead's console: admins only (the caller here is not one)
-    "practice_progress": "progress: blocks and slots (admins)",
-    "practice_exclude": "exclude: a decision (admins)",
-    "practice_include": "include: a decision (admins)",
+    # The study lead's console: admins only (the caller here is not one); it shows flag comments and
+    # per-practitioner accuracy, so an admin is not also a rater with an open block
+    "practice_console": "console: practitioners, flagged items with comments, slots, blocks, decisions (admins)",
+    "practice_exclude": "exclude: a decision, then the console (admins)",
+    "practice_include": "include: a decision, then the console (admins)",
+    "practice_release": "release: a slot freed, then the console (admins)",
+    "practice_reassign": "reassign: a slot given to an account, then the console (admins)",
     "practice_export": "export: the platform database file (admins)",
 }
 
