@@ -197,6 +197,8 @@ def test_practitioner_browser_keyboard_flow_errors_and_review(tmp_path: Path, mu
         header, error = page.locator("#practice-header"), page.locator("#practice-error")
         expect(header).to_contain_text("item 1 of 4", timeout=30_000)
         block_items = store.practice_block_items(store.practice_assignments("lan")[0]["block"])
+        # the tab says how many subset items the next block would complete (Practice.next_block_completes)
+        expect(page.locator("#practice-next-info")).to_contain_text("Your next block would complete")
         # the stem as plain text (no heading), the options once: in the answer buttons only
         first = items[block_items[0]]
         expect(page.locator("#practice-question")).to_contain_text(first["question"])
@@ -338,6 +340,11 @@ def test_practitioner_browser_console_exclude_and_reinclude(tmp_path: Path, mult
         expect(page.locator("#practice-console")).to_have_count(0)  # a practitioner has no console
         lead = browser.new_page(viewport={"width": 1300, "height": 1300})
         lead.goto(page.url)
+        lead.get_by_role("tab", name="Practitioners").click()
+        expect(lead.locator("#practice-next-info")).to_contain_text(  # a visitor, before signing in
+            re.compile(r"The next block would complete \d+ subset item"), timeout=30_000
+        )
+        expect(lead.locator("#practice-console")).to_have_count(0)
         sign_in(lead, "lead", confirm=False)
         console, note = lead.locator("#practice-console"), lead.locator("#console-note")
         expect(console).to_be_visible(timeout=30_000)

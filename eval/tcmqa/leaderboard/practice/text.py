@@ -61,7 +61,7 @@ def review_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     """
     if not rows:
         return ""
-    parts = ["## Item by item"]
+    parts = []
     for row in rows:
         selected, answer = list(row["selected"]), list(row["answer"])
         mark = "✓ right" if selected == answer else "✗ wrong"
@@ -81,4 +81,4 @@ def review_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
             f"**Your answer:** {_letters(selected)} ({mark}) · **Reference:** {_letters(answer)}\n\n"
             f"**Explanation:** {explanation}\n\n**The models:** {said}"
         )
-    return "\n\n---\n\n".join(parts)
+    return "## Item by item\n\n" + "\n\n---\n\n".join(parts)
