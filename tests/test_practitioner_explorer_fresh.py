@@ -180,3 +180,12 @@ def test_practitioner_reference_rows_one_revision_each(tree: Path, tmp_path: Pat
     assert rows["right"]["subset"] == 100.0 and rows["wrong"]["subset"] == 0.0
     assert rows["right"]["n_subset"] == rows["wrong"]["n_subset"] > 0
     assert rows["right"]["delta_human"] == 100.0 - rows["right"]["human_reference"]
+
+
+def test_practitioner_models_with_the_hub_unreachable(tree: Path, tmp_path: Path) -> None:
+    """The data a Hub id the offline machine cannot read: the recorded runs alone, no error."""
+    corpus = [i for i in load_config(str(tree), "corpus").to_list() if not i["flagged"]]
+    store = SQLiteStore(tmp_path / "store")
+    _record(store, tmp_path / "parts", "org/model", "r1", corpus)
+    table = model_outputs.models_on(store, [corpus[0]["id"]], "TechTCM/not-reachable-offline", len(corpus))
+    assert table["model"].tolist() == ["org/model"] and table["revision"].tolist() == ["r1"]

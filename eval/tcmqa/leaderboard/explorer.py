@@ -163,7 +163,11 @@ class Explorer:
             return f"{head}\n\n{options}\n\n{WITHHELD}", pd.DataFrame(), pd.DataFrame()
         answer = ", ".join(row["answer"])
         text = f"{head}\n\n{options}\n\n**Answer:** {answer}\n\n{row['explanation'] or ''}"
-        everyone = self.responses()
+        try:
+            everyone = self.responses()
+        except Exception as err:  # practitioner mode cannot load its study (e.g. no pinned revision): say so
+            everyone = pd.DataFrame(columns=["item_id", *RESPONSE_COLUMNS])
+            text += f"\n\n_The practitioners' answers could not be loaded: {err}_"
         responses = everyone[everyone["item_id"] == item_id]
         columns = [c for c in [*RESPONSE_COLUMNS, "source"] if c in responses]
         responses = responses[columns].copy()

@@ -21,6 +21,7 @@ by item id).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ from tcmqa.data import has_config, load_config
 from tcmqa.store import Store
 
 RECORDED, PUBLISHED = "recorded", "published"
+log = logging.getLogger("tcmqa.model_outputs")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,7 +174,11 @@ class ModelOutputs:
         version = self.store.version()
         with self._lock:
             if self._published is None:
-                self._published = published_runs(self.data) if self.data else []
+                try:
+                    self._published = published_runs(self.data) if self.data else []
+                except Exception:  # the data unreachable (an offline Hub): the recorded runs alone, said in the log
+                    log.exception("reading the published outputs of %s failed: recorded runs only", self.data)
+                    self._published = []
             if version != self._version:
                 self._runs = choose([*self._published, *recorded_runs(self.store)], self.n_scored)
                 self._version = version
