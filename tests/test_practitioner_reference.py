@@ -289,6 +289,8 @@ def test_practitioner_refill_excluded_and_inactive_slots(tmp_path: Path, study_t
     names = p._pseudonyms()
     assert {r["practitioner_id"] for r in space} == {names["ann"], names["di"], names["ed"]}
     assert collections.Counter(r["item_id"] for r in space) == dict.fromkeys(store.practice_block_items(1), 3)
+    with pytest.raises(NotAllowed, match="not in your block"):  # a released slot takes no more answers
+        p.submit("cy", store.practice_block_items(1)[-1], ["A"], ["other"], 3, seconds=2.0)
     assert p.assignment("cy")["block"] != 1  # cy comes back to a new block
     # an admin releases fay's slot and gives it to gil
     fay = p.assignment("fay")
@@ -384,13 +386,17 @@ def test_practitioner_console_tables(tmp_path: Path, study_tree: Path) -> None:
 
 def test_practitioner_hosted_refuses_the_public_pseudonym_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPACE_ID", "TechTCM/leaderboard")
-    monkeypatch.delenv("TCMQA_PSEUDONYM_KEY", raising=False)
+    for name in ("TCMQA_PSEUDONYM_KEY", "TCMQA_DATA", "TCMQA_STUDY", "TCMQA_PRACTICE"):
+        monkeypatch.delenv(name, raising=False)
     with pytest.raises(ValueError, match="TCMQA_PSEUDONYM_KEY"):
         Settings.from_env()
     monkeypatch.setenv("TCMQA_PSEUDONYM_KEY", "tcmqa-public-v1")
     with pytest.raises(ValueError, match="TCMQA_PSEUDONYM_KEY"):
         Settings.from_env()
     monkeypatch.setenv("TCMQA_PSEUDONYM_KEY", "a-real-secret")
+    monkeypatch.delenv("TCMQA_STUDY_REVISION", raising=False)
+    with pytest.raises(ValueError, match="TCMQA_STUDY_REVISION"):  # the study would come from the publish target
+        Settings.from_env()
     monkeypatch.setenv("TCMQA_STUDY_REVISION", "b" * 40)
     hosted = Settings.from_env()
     assert hosted.practice_options()["pseudonym_key"] == "a-real-secret"

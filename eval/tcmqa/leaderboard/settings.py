@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 from typing import Any
 
 from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY
@@ -53,12 +54,20 @@ class Settings:
                 "mode needs it as a secret, else anyone can link the published pseudonyms to their practitioners. "
                 "Set TCMQA_PSEUDONYM_KEY in the Space's secrets (or TCMQA_PRACTICE=0)."
             )
+        data = env("TCMQA_DATA", HUB_ID)
+        study = env("TCMQA_STUDY") or data
+        if hosted and practice and not env("TCMQA_STUDY_REVISION") and not Path(study).expanduser().exists():
+            raise ValueError(
+                f"TCMQA_STUDY_REVISION is not set: the paper's study would be read from {study}, the repo this "
+                "Space publishes its responses to. Set TCMQA_STUDY_REVISION to the commit of the study's "
+                "`tcmqa publish` (or TCMQA_STUDY to a tree of its own, or TCMQA_PRACTICE=0)."
+            )
         # Hosted: SQLite on the Space's persistent storage (/data), or TCMQA_STORE=postgresql://... for a worker pool.
         default_store = "/data/tcmqa" if hosted else ".cache/space"
         return cls(
             hosted=hosted,
             store=env("TCMQA_STORE", default_store),
-            data=env("TCMQA_DATA", HUB_ID),
+            data=data,
             start_worker=env("TCMQA_START_WORKER", "0" if hosted else "1") == "1",
             worker_args=env("TCMQA_WORKER_ARGS", ""),
             max_params_b=float(env("TCMQA_MAX_PARAMS_B", "16")),
@@ -75,7 +84,7 @@ class Settings:
             practice_admins=tuple(a.strip() for a in env("TCMQA_ADMINS", "").split(",") if a.strip()),
             responses_every_s=float(env("TCMQA_RESPONSES_EVERY_S", "600")),
             pseudonym_key=key,
-            study=env("TCMQA_STUDY") or None,
+            study=study,
             study_revision=env("TCMQA_STUDY_REVISION") or None,
             practice_abandon_after_s=float(env("TCMQA_ABANDON_AFTER_H", str(ABANDON_AFTER_S / 3600))) * 3600,
         )
