@@ -20,16 +20,20 @@ outputs are every model with recorded or published outputs, one revision per mod
 (:mod:`tcmqa.leaderboard.model_outputs`), re-chosen whenever the store's results change. Which items
 are open is read from the store on every call, never cached: a block assigned a second ago is withheld.
 
-The Space's endpoints and what each returns of an item (each is checked, by API and in a browser,
-in tests/test_open_block.py):
+The Space's endpoints and what each returns of an item (the complete list, each function by name, is
+``ENDPOINTS`` in tests/test_practitioner_open_block.py, which fails on an unlisted one; each is called there
+through gradio_client and in-process as a practitioner with an open block and anonymously, and a Chromium
+session's traffic is searched):
 
 * ``/item`` (:meth:`Explorer.item`): the explorer; withholds as above.
-* ``/board``, ``/plots`` and the board's filter events (api_name False), ``refresh_families``:
-  per-model aggregates over thousands of items and the practitioners' reference row; no item.
+* ``/board``, ``/plots``, the board's filter events and ``refresh_families`` (private): per-model
+  aggregates over many items and the practitioners' reference row; no item.
 * ``/submit``, ``/job``, ``/queue``: the evaluation queue; no item.
-* the Practitioners tab (``/practice_*``): the caller's own current item without its answer; the
-  answer, explanation and co-raters' answers only in the report of a block the caller finished;
-  admin endpoints refuse non-admins.
+* the Practitioners tab: ``/practice_start``, ``/practice_submit``, ``/practice_pause``, ``/practice_next``
+  and the private ``resume`` (page load) and ``heartbeat``: the caller's own current item without its
+  answer; the answers, explanations, co-raters and models only in the review of a block the caller
+  finished. The console (``/practice_console``, ``_exclude``, ``_include``, ``_release``, ``_reassign``,
+  ``_export``): admins only.
 """
 
 from __future__ import annotations
@@ -160,7 +164,8 @@ class Explorer:
         options = "\n".join(f"- **{letter}.** {text}" for letter, text in row["options"].items())
         head = f"### Item {item_id} ({row['answer_type']}-answer, topic {row['topic'] or 'n/a'})\n\n{row['question']}"
         if self.withheld(item_id):
-            return f"{head}\n\n{options}\n\n{WITHHELD}", pd.DataFrame(), pd.DataFrame()
+            hidden = pd.DataFrame(columns=["withheld until every rater of the block has finished it"])
+            return f"{head}\n\n{options}\n\n{WITHHELD}", hidden, hidden.copy()
         answer = ", ".join(row["answer"])
         text = f"{head}\n\n{options}\n\n**Answer:** {answer}\n\n{row['explanation'] or ''}"
         try:
