@@ -259,6 +259,7 @@ PRACTICE_HINT = (
 )
 KEYS_HINT = "Keys: **A–E** choose an answer · **1–5** the difficulty · **Enter** submits."
 DOMAIN_CHOICES = [(f"{zh} ({key})", key) for key, zh in practice_lib.DOMAINS.items()]
+LETTERS = list("ABCDE")
 PAUSE_LABEL, RESUME_LABEL = "暫停一下 Pause", "繼續 Resume (paused)"
 PAUSED_TEXT = "**Paused.** The item is hidden and this time is recorded as paused: press **繼續 Resume** to go on."
 # local mode: the browser remembers the name it started with, so a reload resumes the block by itself
@@ -411,7 +412,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         """The item's controls as the clock stands: the button always says the true state."""
         return {
             work: gr.update(visible=not paused),
-            paused_note: gr.update(visible=paused),
+            paused_note: gr.update(visible=paused, value=PAUSED_TEXT if paused else ""),
             pause_button: gr.update(value=RESUME_LABEL if paused else PAUSE_LABEL),
             submit_button: gr.update(interactive=not paused),
         }
@@ -684,8 +685,12 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         header = gr.Markdown(elem_id="practice-header")
         with gr.Column(elem_id="practice-work") as work:
             question = gr.Markdown(elem_id="practice-question")
-            single = gr.Radio([], label="Answer (one letter)", visible=False, elem_id="practice-single")
-            multi = gr.CheckboxGroup([], label="Answer (two or more letters)", visible=False, elem_id="practice-multi")
+            # every letter is a choice from the start: a submission in a session the server does not know (after
+            # a restart) still passes gradio's check; each item's screen labels them with its options
+            single = gr.Radio(LETTERS, label="Answer (one letter)", visible=False, elem_id="practice-single")
+            multi = gr.CheckboxGroup(
+                LETTERS, label="Answer (two or more letters)", visible=False, elem_id="practice-multi"
+            )
             domains = gr.CheckboxGroup(DOMAIN_CHOICES, label="Domains (one to three)", elem_id="practice-domains")
             difficulty = gr.Radio(
                 [1, 2, 3, 4, 5], label="Difficulty for you (1 easiest, 5 hardest)", elem_id="practice-difficulty"

@@ -161,6 +161,58 @@ def test_practitioner_space_admin(space, tmp_path: Path) -> None:
     assert [r[:3] for r in decisions["data"]][-1] == ["cy", "re-included", "appeal upheld"]
     back = Client(url, verbose=False).predict("cy", True, "", api_name="/practice_start")
     assert back[0].startswith("Signed in as")
+    # slots: a release needs a reason; released, the slot says so
+    assert "reason" in client.predict("admin", "dee", 2, "", api_name="/practice_release")[0]
+    message, _people, _flagged, slots, *_ = client.predict(
+        "admin", "dee", 2, "left the study", api_name="/practice_release"
+    )
+    assert message.startswith("Released **dee**'s slot in block 2")
+    states = {(r[0], r[2]): dict(zip(slots["headers"], r, strict=True)) for r in slots["data"]}
+    assert states[(2, "dee")]["state"] == "released" and states[(2, "dee")]["reason"] == "left the study"
+    assert client.predict("ann", "dee", 2, "x", api_name="/practice_release")[0] == "❌ admins only"
+
+
+ERROR = 10  # the inline error's position in the Practitioners tab's screen outputs
+
+
+def test_practitioner_space_complete_record_pause_and_restart(tmp_path: Path, half_tree: Path) -> None:
+    """Answer, difficulty and a domain are required, each named inline (nothing stored); the pause is
+    the server's; after a restart the item's lost timer is said, never made up, and the next submit records."""
+    store = SQLiteStore(tmp_path / "store")
+    settings = local_settings(store.root, half_tree, practice_block_size=5)
+    demo, url = launch(settings, store, hub_models())
+    try:
+        client = Client(url, verbose=False)
+        shown = client.predict("kim", True, "", api_name="/practice_start")
+        item = shown[5]
+        one, many = (None, ["A", "B"]) if "multi-answer" in shown[1] else ("A", [])
+        cases = [
+            ((None, [], ["materia_medica"], 3), "your **answer**"),
+            ((one, many, ["materia_medica"], None), "a **difficulty** from 1 to 5"),
+            ((one, many, [], 3), "at least one **domain**"),
+        ]
+        for (single, multi, domains, level), said in cases:
+            out = client.predict("kim", item, single, multi, domains, level, False, "", api_name="/practice_submit")
+            assert said in out[ERROR] and out[ERROR].startswith("⚠️"), out[ERROR]
+            assert out[5] in (item, {"__type__": "update"})  # the same item stays on screen
+        assert store.practice_responses(account="kim") == []
+        paused = client.predict("kim", item, api_name="/practice_pause")
+        assert "**Paused.**" in json.dumps(paused, ensure_ascii=False)  # (the button's label is no API value)
+        resumed = client.predict("kim", item, api_name="/practice_pause")
+        assert "Paused" not in json.dumps(resumed, ensure_ascii=False)
+    finally:
+        demo.close()
+    demo, url = launch(settings, store, hub_models())  # a restart: the item's clock is gone
+    try:
+        client = Client(url, verbose=False)
+        lost = client.predict("kim", item, one, many, ["materia_medica"], 3, False, "", api_name="/practice_submit")
+        assert "timer was lost" in lost[ERROR] and store.practice_responses(account="kim") == []
+        done = client.predict("kim", item, one, many, ["materia_medica"], 3, False, "", api_name="/practice_submit")
+        assert done[0] == "✅ Recorded." and "item 2 of 5" in done[1]
+        (row,) = store.practice_responses(account="kim")
+        assert 0 <= row["seconds_paused"] <= row["seconds"] < 60, row
+    finally:
+        demo.close()
 
 
 def test_practitioner_responses_published_coalesced(tmp_path: Path, half_tree: Path) -> None:
