@@ -139,6 +139,12 @@ def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (local.hosted, local.store, local.start_worker) == (False, ".cache/space", True)
     monkeypatch.setenv("SPACE_ID", "TechTCM/leaderboard")
     monkeypatch.setenv("TCMQA_RATE_LIMIT", "3")
+    with pytest.raises(ValueError, match="TCMQA_PSEUDONYM_KEY"):  # hosted practice needs a secret key
+        Settings.from_env()
+    monkeypatch.setenv("TCMQA_PSEUDONYM_KEY", "a-secret-of-the-space")
+    with pytest.raises(ValueError, match="TCMQA_STUDY_REVISION"):  # and the study pinned, not its own output
+        Settings.from_env()
+    monkeypatch.setenv("TCMQA_STUDY_REVISION", "0" * 40)
     hosted = Settings.from_env()
     assert hosted.store == "/data/tcmqa" and not hosted.start_worker and hosted.publish
     assert (hosted.policy().rate_limit, hosted.policy().protocol) == (3, "v1")

@@ -85,10 +85,9 @@ def validate_tree(tree: str | Path) -> list[str]:
         if unknown:
             problems.append(f"{name} refers to {len(unknown)} item(s) not in corpus, e.g. {sorted(unknown)[:3]}")
     for r in rows.get("subset", []):
-        if len(r["practitioner_ids"]) != RATERS_PER_ITEM:
-            problems.append(
-                f"subset item {r['item_id']} has {len(r['practitioner_ids'])} raters, not {RATERS_PER_ITEM}"
-            )
+        raters = r.get("n_raters") or RATERS_PER_ITEM  # the item's own N (a Space may run blocks of 2 or 4)
+        if len(r["practitioner_ids"]) != raters:
+            problems.append(f"subset item {r['item_id']} has {len(r['practitioner_ids'])} raters, not {raters}")
     return problems
 
 
