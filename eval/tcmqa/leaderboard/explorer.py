@@ -1,7 +1,8 @@
 """The item explorer: one item's question and options, its answer and explanation, the practitioners'
 answers and the models' outputs on it.
 
-Independence. An item in a practitioner block still being answered (:func:`open_block_items`) shows
+Independence. An item in a practitioner block still being answered
+(:func:`tcmqa.leaderboard.practice.core.open_block_items`, the rule that also decides what is published) shows
 its question and options only: no reference answer, no explanation, no practitioner's answer (the
 imported study's included: they are co-raters' answers too) and no model output (a prediction marked
 correct is the answer). The rule covers every open block, not only the caller's: a call through the
@@ -41,13 +42,13 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections import Counter
 from typing import Any
 
 import pandas as pd
 
 from tcmqa.data import has_config, load_config
 from tcmqa.leaderboard import model_outputs
+from tcmqa.leaderboard.practice.core import open_block_items  # the finished-block rule's one home
 from tcmqa.schema import RATERS_PER_ITEM
 from tcmqa.store import Store
 
@@ -58,38 +59,6 @@ WITHHELD = (
     "_This item is in a practitioner block still being answered: its answer, explanation, the practitioners' "
     "answers and the models' outputs are withheld until every rater of the block has finished it._"
 )
-
-
-def open_block_items(store: Store, raters: int = RATERS_PER_ITEM) -> set[str]:
-    """The items of every practice block still open (module doc): read from the store now, not cached."""
-    snapshot = getattr(store, "practice_snapshot", None)
-    if snapshot is not None:  # one read of blocks, slots, assignments, activity and exclusions
-        s = snapshot()
-        items_of: dict[int, list[str]] = {int(b): list(items) for b, items in s.blocks.items()}
-        sizes = {b: len(items) for b, items in items_of.items()}
-        slots: dict[int, int] = {int(b): int(n) for b, n in getattr(s, "block_raters", {}).items()}
-        assignments: list[dict[str, Any]] = list(s.assignments)
-        answered = Counter({(a, int(b)): int(v[0]) for (a, b), v in s.activity.items()})
-        excluded = set(s.excluded)
-    else:
-        sizes = store.practice_block_counts()
-        if not sizes:
-            return set()
-        items_of, slots = {}, {}
-        assignments = store.practice_assignments()
-        answered = Counter((r["account"], int(r["block"])) for r in store.practice_responses())
-        excluded = {p["account"] for p in store.practitioners() if p.get("excluded")}
-    finished: Counter[int] = Counter()
-    for a in assignments:
-        block, account = int(a["block"]), a["account"]
-        holds = a.get("released_at") is None and account not in excluded
-        if holds and answered[(account, block)] >= sizes.get(block, 0):
-            finished[block] += 1
-    items: set[str] = set()
-    for block in sizes:
-        if finished[block] < slots.get(block, raters):
-            items.update(items_of.get(block) or store.practice_block_items(block))
-    return items
 
 
 def _joined(value: Any) -> str:
