@@ -189,3 +189,17 @@ def test_practitioner_models_with_the_hub_unreachable(tree: Path, tmp_path: Path
     _record(store, tmp_path / "parts", "org/model", "r1", corpus)
     table = model_outputs.models_on(store, [corpus[0]["id"]], "TechTCM/not-reachable-offline", len(corpus))
     assert table["model"].tolist() == ["org/model"] and table["revision"].tolist() == ["r1"]
+
+
+def test_practitioner_block_report_models_recorded_and_published(tree: Path, tmp_path: Path) -> None:
+    """A finished block's "models on the same items": the recorded model and the published ones, one revision
+    each (before: the store's outputs only, often empty on a Space that has evaluated nothing yet)."""
+    corpus = [i for i in load_config(str(tree), "corpus").to_list() if not i["flagged"]]
+    store = SQLiteStore(tmp_path / "store")
+    _record(store, tmp_path / "parts", "org/model", "r1", corpus)
+    _record(store, tmp_path / "parts", "org/model", "r2", corpus, right=False)  # the latest full run
+    practice = PracticeLoader(str(tree), store, block_size=BLOCK, raters=RATERS)
+    items = _answer_all(practice, "rater-1")
+    models = practice.get().report("rater-1")["models"].set_index("model")
+    assert models.loc["org/model", "revision"] == "r2" and models.loc["org/model", "accuracy"] == 0.0
+    assert models.loc["paper/one", "revision"] == "new" and (models["items"] <= len(items)).all()

@@ -123,6 +123,7 @@ class PracticeLoader:
 
                 items = load_config(self.data, "corpus").to_list()
                 self._practice = Practice(self.store, items, self.study_rows(), **self.options)
+                self._practice.data = self.data  # models_on reads the data's published outputs too
             return self._practice
 
     def reference_rows(self, evaluated: Sequence[dict]) -> list[dict]:

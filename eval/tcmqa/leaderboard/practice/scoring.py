@@ -24,6 +24,8 @@ from tcmqa.schema import DOMAINS, SPACE
 class PracticeScoring(PracticeCore):
     """The practitioner's report, the ``responses`` and ``subset`` configs, the human reference."""
 
+    data: str | None = None  # the data the Space serves (set by PracticeLoader): its published outputs
+
     def report(self, account: str | None, block: int | None = None) -> dict[str, Any]:
         """The account's accuracy on a completed block: against the reference, against the other raters
         (all of them, as they stand now), by domain, and the models' accuracy on the same items.
@@ -86,7 +88,7 @@ class PracticeScoring(PracticeCore):
         """Every model with recorded outputs (and published ones, where ``self.data`` names the data the Space
         serves), one revision each, its latest full run: :func:`tcmqa.leaderboard.model_outputs.models_on`."""
         n_scored = sum(not item.get("flagged") for item in self.items.values())
-        return model_outputs.models_on(self.store, item_ids, getattr(self, "data", None), n_scored)
+        return model_outputs.models_on(self.store, item_ids, self.data, n_scored)
 
     def response_rows(self) -> list[dict]:
         """The Space's published responses as rows of the ``responses`` config: only blocks all of whose
