@@ -317,6 +317,69 @@ def _missing(answer: list[str], difficulty: Any, domains: list[str]) -> list[str
     return missing
 
 
+class ItemClocks:
+    """Per account, the clock of the item on its screen: when it was first shown, the seconds paused so far,
+    whether it is paused now, and when the page last said it was there.
+
+    ``seconds`` is the whole time from the first showing to the submission and ``seconds_paused`` the part
+    of it paused (``Practice.submit``'s rule): a pause, and any gap longer than ``away_s`` between the
+    page's signs of life (closed, reloaded, asleep), count as paused. Kept in memory: a restart loses it.
+    """
+
+    def __init__(self, away_s: float = AWAY_S):
+        self.away_s = away_s
+        self._clocks: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _current(self, who: str, item_id: str, now: float, start: bool) -> dict[str, Any] | None:
+        c = self._clocks.get(who)
+        if c is None or c["item_id"] != item_id:
+            if not start:
+                return None
+            c = self._clocks[who] = {"item_id": item_id, "shown_at": now, "paused": 0.0, "paused_since": None}
+        elif c["paused_since"] is None and now - c["seen_at"] > self.away_s:
+            c["paused"] += now - c["seen_at"]  # the page was gone: not working time
+        c["seen_at"] = now
+        return c
+
+    def show(self, who: str, item_id: str, now: float) -> bool:
+        """The item is on screen (started if new, resumed as it was otherwise); whether it is paused."""
+        with self._lock:
+            c = self._current(who, item_id, now, start=True)
+            return c is not None and c["paused_since"] is not None
+
+    def touch(self, who: str, item_id: str, now: float) -> None:
+        """The page says it is still there (the heartbeat); nothing starts."""
+        with self._lock:
+            self._current(who, item_id, now, start=False)
+
+    def toggle(self, who: str, item_id: str, now: float) -> bool:
+        """Pause or resume; whether it is paused now."""
+        with self._lock:
+            c = self._current(who, item_id, now, start=True)
+            assert c is not None
+            if c["paused_since"] is not None:
+                c["paused"] += now - c["paused_since"]
+                c["paused_since"] = None
+            else:
+                c["paused_since"] = now
+            return c["paused_since"] is not None
+
+    def times(self, who: str, item_id: str, now: float) -> tuple[float, float] | None:
+        """(seconds, seconds paused) on the item until ``now``; None if this process never showed it."""
+        with self._lock:
+            c = self._current(who, item_id, now, start=False)
+            if c is None:
+                return None
+            paused = c["paused"] + (now - c["paused_since"] if c["paused_since"] is not None else 0.0)
+            return now - c["shown_at"], paused
+
+    def done(self, who: str, item_id: str) -> None:
+        with self._lock:
+            if self._clocks.get(who, {}).get("item_id") == item_id:
+                del self._clocks[who]
+
+
 def _block_review(p: practice_lib.Practice, who: str, report: dict[str, Any]) -> str:
     """The finished block item by item (called only once ``report`` succeeded: the block is complete)."""
     block = report["block"]
@@ -378,14 +441,14 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
     """The Practitioners tab: sign in, confirm a licence, answer one item per screen (keys A–E, 1–5, Enter),
     pause, review the finished block; admins get the study lead's console.
 
-    The clock of the item on screen is kept here, per account, so seconds (the whole time from the item's
-    first showing to its submission) and seconds paused (the part of it paused) stay right across pause,
-    submit, reload and resume: while the page is open it says so every ``HEARTBEAT_S``; a gap longer than
-    ``AWAY_S`` (the page was closed or reloaded) counts as paused, as does a pause.
+    The clock of the item on screen is the server's (:class:`ItemClocks`, per account), so seconds and
+    seconds paused stay right across pause, submit, reload and resume: while the page is open it says so
+    every ``HEARTBEAT_S``; a gap longer than ``AWAY_S`` (the page was closed or reloaded) counts as paused,
+    as does a pause; the Pause button shows the state the server holds.
     """
     refusals = (practice_lib.NotAllowed, practice_lib.DailyCapReached, ValueError)
-    clocks: dict[str, dict[str, Any]] = {}
-    clocks_lock = threading.Lock()
+    clocks = ItemClocks()
+    visitor_note: dict[str, str] = {}  # the page-load note for visitors, by the practice version it was made at
 
     def account(name: str | None, profile: gr.OAuthProfile | None) -> str | None:
         if settings.hosted:  # the signed-in Hugging Face account, never a name the browser sends
@@ -394,19 +457,6 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
 
     def is_admin(who: str | None) -> bool:
         return bool(who) and who in settings.practice_admins
-
-    def clock(who: str, item_id: str, now: float, start: bool = True) -> dict[str, Any] | None:
-        """The account's clock on ``item_id`` brought up to ``now`` (a copy); a new one if ``start``."""
-        with clocks_lock:
-            c = clocks.get(who)
-            if c is None or c["item_id"] != item_id:
-                if not start:
-                    return None
-                c = clocks[who] = {"item_id": item_id, "shown_at": now, "paused": 0.0, "paused_since": None}
-            elif c["paused_since"] is None and now - c["seen_at"] > AWAY_S:
-                c["paused"] += now - c["seen_at"]  # the page was gone: not working time
-            c["seen_at"] = now
-            return dict(c)
 
     def paused_view(paused: bool) -> dict[Any, Any]:
         """The item's controls as the clock stands: the button always says the true state."""
@@ -444,11 +494,9 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             }
         letters = [(f"{k}. {v}", k) for k, v in view.options.items()]
         is_multi = view.answer_type == "multi"
-        c = clock(who, view.item_id, time.time())
-        assert c is not None
         return {
             **out,
-            **paused_view(c["paused_since"] is not None),
+            **paused_view(clocks.show(who, view.item_id, time.time())),
             item_box: gr.update(visible=True),
             review_box: gr.update(visible=False),
             report: "",
@@ -492,9 +540,13 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
     def resume(saved_name: str | None, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
         """On page load: the signed-in (hosted) or remembered (local) account's block, where it was left."""
         who = account(saved_name, profile)
-        if who is None:  # a visitor: what a block would bring
+        if who is None:  # a visitor: what a new practitioner's block would bring (cached per practice version)
             try:
-                return {next_info: next_block_note(practice.get(), None)}
+                p = practice.get()
+                version = p.store.practice_version()
+                if visitor_note.get("version") != version:
+                    visitor_note.update(version=version, text=next_block_note(p, None))
+                return {next_info: visitor_note["text"]}
             except Exception:  # the data may be unreachable: the tab says so when they start
                 return {note: gr.update()}
         out: dict[Any, Any] = {note: gr.update()} if settings.hosted else {name: who}
@@ -526,14 +578,13 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         if missing:
             return {error: "⚠️ Still needed before this item can be recorded: " + "; ".join(missing) + "."}
         now = time.time()
-        c = clock(who, item, now, start=False)
-        if c is not None:
-            paused = c["paused"] + (now - c["paused_since"] if c["paused_since"] is not None else 0.0)
-            seconds = now - c["shown_at"]  # the whole time on the item; the paused part of it is ``paused``
+        timed = clocks.times(who, item, now)
+        if timed is not None:
+            seconds, paused = timed  # the whole time on the item, and the paused part of it
         elif any(r["item_id"] == item for r in practice.get().store.practice_responses(account=who)):
             seconds = paused = 0.0  # a replay of a recorded item: it records nothing, the stored times stay
         else:  # the Space restarted since the item was shown: its time is unknown and never made up
-            clock(who, item, now)
+            clocks.show(who, item, now)
             return {error: "⚠️ This item's timer was lost (the Space restarted); it runs again from now: submit again."}
         try:
             recorded, _ = practice.get().submit(
@@ -551,9 +602,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             return {error: f"⚠️ {err}"}
         except (practice_lib.NotAllowed, practice_lib.DailyCapReached) as err:
             return refused(f"❌ {err}", who)
-        with clocks_lock:
-            if clocks.get(who, {}).get("item_id") == item:
-                del clocks[who]
+        clocks.done(who, item)
         try:
             return screen(who, "✅ Recorded." if recorded else "This item was already recorded.")
         except refusals as err:
@@ -564,24 +613,13 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         who = account(name, profile)
         if who is None or not item:
             return {note: gr.update()}
-        now = time.time()
-        with clocks_lock:
-            c = clocks.get(who)
-            if c is None or c["item_id"] != item:
-                c = clocks[who] = {"item_id": item, "shown_at": now, "paused": 0.0, "paused_since": None}
-            elif c["paused_since"] is not None:
-                c["paused"] += now - c["paused_since"]
-                c["paused_since"] = None
-            else:
-                c["paused_since"] = now
-            c["seen_at"] = now
-            paused = c["paused_since"] is not None
+        paused = clocks.toggle(who, item, time.time())
         return paused_view(paused)
 
     def heartbeat(name: str, item: str, profile: gr.OAuthProfile | None) -> None:
         who = account(name, profile)
         if who and item:
-            clock(who, item, time.time(), start=False)
+            clocks.touch(who, item, time.time())
 
     def next_block(name: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
         who = account(name, profile)

@@ -15,7 +15,7 @@ import pytest
 from fakehub import FakeHub
 from gradio_client import Client
 from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
-from space_fixtures import ALL_ORIGINS, board, evaluated_model, hub_models, launch, local_settings
+from space_fixtures import ALL_ORIGINS, board, evaluated_model, hub_models, launch, local_settings, space_app
 
 from tcmqa.build import build
 from tcmqa.data import load_config
@@ -240,3 +240,26 @@ def test_practitioner_responses_published_coalesced(tmp_path: Path, half_tree: P
     assert len(responses) == len(practice.configs()["responses"])
     assert {r["item_id"] for r in subset} >= set(store.practice_block_items(1))
     assert not any(name in json.dumps(responses, default=str) for name in ('"a"', '"b"', '"c"'))
+
+
+def test_practitioner_space_item_clock_rules() -> None:
+    """The tab's item clock on a made-up timeline: seconds are the whole time on the item, seconds paused
+    the part of it paused (a pause, a reload while paused, a page gone longer than away_s)."""
+    clocks = space_app()["ItemClocks"](away_s=30.0)
+    assert not clocks.show("kim", "i1", 0.0)
+    clocks.touch("kim", "i1", 10.0)  # heartbeats while working
+    assert clocks.toggle("kim", "i1", 12.0)  # paused at 12
+    assert clocks.show("kim", "i1", 15.0)  # a reload while paused: still paused, and the page says so
+    assert not clocks.toggle("kim", "i1", 20.0)  # resumed at 20: 8 s paused
+    assert clocks.times("kim", "i1", 25.0) == (25.0, 8.0)
+    clocks.touch("kim", "i1", 100.0)  # no heartbeat for 75 s (> 30): the page was gone, paused
+    assert clocks.times("kim", "i1", 110.0) == (110.0, 83.0)
+    clocks.toggle("kim", "i1", 120.0)  # paused at 120, submitted while paused at 130
+    assert clocks.times("kim", "i1", 130.0) == (130.0, 93.0)
+    clocks.done("kim", "i1")
+    assert clocks.times("kim", "i1", 131.0) is None  # submitted: gone; a restart looks the same
+    assert not clocks.show("kim", "i2", 131.0)  # the next item starts afresh, unpaused
+    assert clocks.times("kim", "i2", 141.0) == (10.0, 0.0)
+    clocks.touch("kim", "other", 142.0)  # a heartbeat for an item not on screen starts nothing
+    assert clocks.times("kim", "i2", 142.0) == (11.0, 0.0)
+    assert clocks.times("lee", "i2", 142.0) is None  # per account
