@@ -353,6 +353,8 @@ def test_open_block_browser_traffic_of_a_practitioner_using_the_explorer(space: 
             page.locator("#item-show").click()
             expect(page.locator("#item-text")).to_contain_text(corpus[item_id]["question"], timeout=30_000)
             expect(page.locator("#item-text")).to_contain_text("withheld")
+            expect(page.locator("#item-responses")).to_contain_text("withheld")
+            expect(page.locator("#item-outputs")).to_contain_text("withheld")
             shown = page.locator("body").inner_text()
             assert not _leaks(shown, marks), (item_id, _leaks(shown, marks))
         page.screenshot(path=SHOTS / "open-block-explorer-withheld.png", full_page=True)
@@ -370,6 +372,9 @@ def test_open_block_browser_traffic_of_a_practitioner_using_the_explorer(space: 
         assert corpus[space["open"][0]]["question"] in traffic  # the recording holds the explorer's replies
         assert WITHHELD.strip("_")[:40] in traffic
         assert not _leaks(traffic, marks), _leaks(traffic, marks)
+        for word in ('"practitioner_id"', '"generated_text"'):
+            at = traffic.find(word)
+            assert at < 0, traffic[max(0, at - 300) : at + 200]
         # the control, in the same page: an item of no open block shows its answer and explanation
         box.fill(space["control"])
         page.locator("#item-show").click()
@@ -378,6 +383,9 @@ def test_open_block_browser_traffic_of_a_practitioner_using_the_explorer(space: 
         expect(page.locator("#item-text")).to_contain_text("Answer:")
         expect(page.locator("#item-outputs")).to_contain_text(f"MODEL-SAID-{space['control']}")
         page.screenshot(path=SHOTS / "open-block-explorer-control.png", full_page=True)
+        page.wait_for_timeout(1000)
+        control = page.evaluate("window.__streams.join('')")[len(streamed) :]
+        assert '"practitioner_id"' in control and '"generated_text"' in control  # the recorder sees tables
         browser.close()
 
 
