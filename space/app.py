@@ -21,8 +21,8 @@ import pandas as pd
 
 from tcmqa.hub import Publisher
 from tcmqa.leaderboard import board as board_lib
+from tcmqa.leaderboard import model_outputs, queue
 from tcmqa.leaderboard import practice as practice_lib
-from tcmqa.leaderboard import queue
 from tcmqa.leaderboard.about import probes_markdown
 from tcmqa.leaderboard.explorer import Explorer
 from tcmqa.leaderboard.practice.text import review_markdown
@@ -386,10 +386,11 @@ def _block_review(p: practice_lib.Practice, who: str, report: dict[str, Any]) ->
     mine = {r["item_id"]: r for r in p.store.practice_responses(account=who, block=block)}
     order = p.store.practice_block_items(block)
     models: dict[str, dict[str, list[str]]] = {i: {} for i in order}
-    for path in p.store.outputs_files():
-        frame = pd.read_parquet(path, columns=["model", "item_id", "prediction"])
-        for model, item_id, prediction in frame[frame["item_id"].isin(set(order))].itertuples(index=False):
-            models[item_id][model] = list(prediction) if prediction is not None else []
+    # every model with outputs, one run each (its latest full run): the runs the block report's accuracy uses
+    n_scored = sum(not item.get("flagged") for item in p.items.values())
+    predictions = model_outputs.shared(p.store, p.data, n_scored).on(order, ["prediction"])
+    for model, item_id, prediction in predictions[["model", "item_id", "prediction"]].itertuples(index=False):
+        models[item_id][model] = list(prediction) if prediction is not None else []
     rows = []
     for position, item_id in enumerate(order, 1):
         item = p.items[item_id]
