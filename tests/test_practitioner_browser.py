@@ -373,6 +373,9 @@ def test_practitioner_browser_console_exclude_and_reinclude(tmp_path: Path, mult
         expect(note).to_contain_text("Re-included mei", timeout=10_000)
         expect(lead.locator("#console-decisions")).to_contain_text("cleared on review")
         assert not store.practitioner("mei")["excluded"]
+        lead.locator("#console-export").click()
+        expect(note).to_contain_text("Exported", timeout=30_000)
+        expect(lead.locator("#console-export-file")).to_contain_text("annotation_platform.sqlite")
         lead.screenshot(path=SHOTS / "practitioner-31-console-reincluded.png", full_page=True)
     (response,) = store.practice_responses(account="mei")
     assert response["comment"] == "答案有誤 E" and response["flagged"]

@@ -170,6 +170,15 @@ def test_practitioner_space_admin(space, tmp_path: Path) -> None:
     states = {(r[0], r[2]): dict(zip(slots["headers"], r, strict=True)) for r in slots["data"]}
     assert states[(2, "dee")]["state"] == "released" and states[(2, "dee")]["reason"] == "left the study"
     assert client.predict("ann", "dee", 2, "x", api_name="/practice_release")[0] == "❌ admins only"
+    # the released slot given to another practitioner (one who never had block 2), with a reason
+    slot = states[(2, "dee")]["slot"]
+    assert "reason" in client.predict("admin", "bo", 2, slot, "", api_name="/practice_reassign")[0]
+    message, _people, _flagged, slots, *_ = client.predict(
+        "admin", "bo", 2, slot, "covering for dee", api_name="/practice_reassign"
+    )
+    assert message == f"Slot {slot} of block 2 given to **bo**: covering for dee", message
+    holders = [dict(zip(slots["headers"], r, strict=True)) for r in slots["data"]]
+    assert any(h["block"] == 2 and h["account"] == "bo" and h["state"] != "released" for h in holders)
 
 
 ERROR = 10  # the inline error's position in the Practitioners tab's screen outputs
