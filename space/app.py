@@ -532,8 +532,10 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             if licence:
                 p.confirm(who, True, number)
             elif not p.status(who)["confirmed"]:
-                hint = " The study lead's console is below." if is_admin(who) else ""
-                return refused("❌ Confirm that you hold a TCM licence to answer." + hint, who)
+                if is_admin(who):
+                    lead = f"Signed in as **{who}**, a study lead: the console is below"
+                    return refused(lead + " (to answer items, confirm a licence).", who)
+                return refused("❌ Confirm that you hold a TCM licence to answer.", who)
             return screen(who, f"Signed in as **{who}**.")
         except refusals as err:
             return refused(f"❌ {err}", who)

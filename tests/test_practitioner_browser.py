@@ -349,6 +349,7 @@ def test_practitioner_browser_console_exclude_and_reinclude(tmp_path: Path, mult
         console, note = lead.locator("#practice-console"), lead.locator("#console-note")
         expect(console).to_be_visible(timeout=30_000)
         expect(console).to_contain_text("The study lead's console")
+        expect(lead.locator("#practice-note")).to_contain_text("a study lead: the console is below")
         lead.locator("#console-refresh").click()
         people = lead.locator("#console-practitioners")
         expect(people).to_contain_text("mei", timeout=10_000)
@@ -373,9 +374,9 @@ def test_practitioner_browser_console_exclude_and_reinclude(tmp_path: Path, mult
         expect(note).to_contain_text("Re-included mei", timeout=10_000)
         expect(lead.locator("#console-decisions")).to_contain_text("cleared on review")
         assert not store.practitioner("mei")["excluded"]
+        lead.screenshot(path=SHOTS / "practitioner-31-console-reincluded.png", full_page=True)
         lead.locator("#console-export").click()
         expect(note).to_contain_text("Exported", timeout=30_000)
         expect(lead.locator("#console-export-file")).to_contain_text("annotation_platform.sqlite")
-        lead.screenshot(path=SHOTS / "practitioner-31-console-reincluded.png", full_page=True)
     (response,) = store.practice_responses(account="mei")
     assert response["comment"] == "答案有誤 E" and response["flagged"]
