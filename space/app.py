@@ -529,6 +529,9 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             return refused("❌ Sign in first." if settings.hosted else "❌ Enter your name first.")
         try:
             p = practice.get()
+        except Exception as err:  # the data may be unreachable (an offline Hub, a missing tree): said, not raised
+            return refused(f"❌ The items could not be loaded from {settings.data}: {err}. Try again later.", who)
+        try:
             if licence:
                 p.confirm(who, True, number)
             elif not p.status(who)["confirmed"]:

@@ -272,3 +272,14 @@ def test_practitioner_space_item_clock_rules() -> None:
     clocks.touch("kim", "other", 142.0)  # a heartbeat for an item not on screen starts nothing
     assert clocks.times("kim", "i2", 142.0) == (11.0, 0.0)
     assert clocks.times("lee", "i2", 142.0) is None  # per account
+
+
+def test_practitioner_space_data_unreachable_said_inline(tmp_path: Path) -> None:
+    """Items that cannot be loaded are said in the tab's note, not raised."""
+    store = SQLiteStore(tmp_path / "store")
+    demo, url = launch(local_settings(store.root, tmp_path / "no-tree"), store, hub_models())
+    try:
+        note = Client(url, verbose=False).predict("kim", True, "", api_name="/practice_start")[0]
+    finally:
+        demo.close()
+    assert note.startswith("❌ The items could not be loaded from") and "Try again later" in note, note

@@ -36,6 +36,13 @@ def _table(frame: pd.DataFrame) -> str:
     return "\n".join([head, *body])
 
 
+def _short_revisions(frame: pd.DataFrame) -> pd.DataFrame:
+    """Commit shas cut to 12 characters, as the Queue shows them."""
+    if "revision" not in frame.columns:
+        return frame
+    return frame.assign(revision=frame["revision"].map(lambda v: v[:12] if isinstance(v, str) else v))
+
+
 def report_markdown(report: dict[str, Any]) -> str:
     """The practitioner's own results once the block is complete."""
     agreement = "n/a (no other rater yet)" if report["agreement"] is None else f"{report['agreement']:.1f}%"
@@ -44,7 +51,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         f"**Your accuracy** against the reference answers: **{report['accuracy']:.1f}%** on {report['items']} items. "
         f"**Agreement with the other raters** (same answer set): {agreement}.\n\n"
         f"### By domain\n\n{_table(report['by_domain'])}\n\n"
-        f"### The models on the same items\n\n{_table(report['models'])}"
+        f"### The models on the same items\n\n{_table(_short_revisions(report['models']))}"
     )
 
 
