@@ -79,14 +79,8 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
 
         api = HfApi()
     policy = settings.policy()
-    practice = practice_lib.PracticeLoader(
-        settings.data,
-        store,
-        block_size=settings.practice_block_size,
-        raters=settings.practice_raters,
-        daily_cap=settings.practice_daily_cap,
-        admins=settings.practice_admins,
-    )
+    # the study read from its pinned source, the Space's pseudonym key, N raters, admins (Settings owns them)
+    practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
     board = board_lib.Board(store, practice=practice if settings.practice else None)
     # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
     explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
@@ -840,12 +834,11 @@ def main() -> None:
         publisher.import_published()  # the board starts with every row published before
         threading.Thread(target=publisher.run_forever, args=(threading.Event(),), daemon=True).start()
         if settings.practice:  # the responses and subset configs, rebuilt and committed at most every few minutes
-            practice = practice_lib.PracticeLoader(
-                settings.data, store, block_size=settings.practice_block_size, raters=settings.practice_raters
-            )
+            practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
 
             def source() -> tuple[str | None, Any]:
-                version = store.practice_version() if store.practice_responses_exist() else None
+                # what a commit would publish: unchanged while only open blocks are answered
+                version = practice.get().published_version() if store.practice_responses_exist() else None
                 return version, lambda: practice.get().configs()
 
             threading.Thread(
