@@ -24,7 +24,7 @@ from tcmqa.data import load_config
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import OUTPUTS
-from tcmqa.store import SQLiteStore
+from tcmqa.store import SQLiteStore, Store
 
 APP = Path(__file__).resolve().parents[1] / "space" / "app.py"
 
@@ -171,26 +171,26 @@ def write_folder(
     return path
 
 
-def evaluated_model(store: SQLiteStore, tree: Path, tmp_path: Path) -> None:
-    """A finished evaluation on every item (right on even positions), with its outputs in the store."""
-    corpus = load_config(str(tree), "corpus").to_list()
-    rows = []
-    for i, item in enumerate(corpus):
-        rows.append(
-            {
-                "model": "org/model",
-                "item_id": item["id"],
-                "answer_type": item["answer_type"],
-                "generated_text": "",
-                "prediction": item["answer"] if i % 2 == 0 else ["E"],
-                "correct": i % 2 == 0 or item["answer"] == ["E"],
-            }
-        )
+def evaluated_model(store: Store, items: Path | list[dict], tmp_path: Path, **row: Any) -> dict:
+    """A finished evaluation of "org/model" on every item (right on even positions), with its outputs in
+    the store; ``items`` are corpus rows or a built tree; ``row`` overrides results fields. Its results row."""
+    corpus = load_config(str(items), "corpus").to_list() if isinstance(items, Path) else items
+    rows = [
+        {
+            "model": "org/model",
+            "item_id": item["id"],
+            "answer_type": item["answer_type"],
+            "generated_text": "",
+            "prediction": item["answer"] if i % 2 == 0 else ["E"],
+            "correct": i % 2 == 0 or item["answer"] == ["E"],
+        }
+        for i, item in enumerate(corpus)
+    ]
     path = tmp_path / "part-00000.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=OUTPUTS.arrow_schema), path)
     store.submit("org/model", "a" * 40, PROTOCOL, "local")
     job = store.claim("w")
-    row = {
+    results = {
         "model": "org/model",
         "origin": "evaluated",
         "family": "Qwen2",
@@ -203,5 +203,30 @@ def evaluated_model(store: SQLiteStore, tree: Path, tmp_path: Path) -> None:
         "data_fingerprint": "fp",
         "coverage": 100.0,
         "revision": "a" * 40,
-    }
-    assert store.finish(job, row, [path])
+    } | row
+    assert store.finish(job, results, [path])
+    return results
+
+
+def record_fetch_streams(name: str) -> str:
+    """A page init script that keeps the text of every fetch response, streamed ones included (gradio's
+    queue streams its results), in ``window[name]``: what a test reads to know all the page received."""
+    return f"""
+window.{name} = [];
+const originalFetch = window.fetch;
+window.fetch = async (...args) => {{
+  const response = await originalFetch(...args);
+  try {{
+    const reader = response.clone().body.getReader();
+    const decoder = new TextDecoder();
+    (async () => {{
+      for (;;) {{
+        const {{ done, value }} = await reader.read();
+        if (done) break;
+        window.{name}.push(decoder.decode(value, {{ stream: true }}));
+      }}
+    }})();
+  }} catch (e) {{}}
+  return response;
+}};
+"""

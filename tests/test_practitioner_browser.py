@@ -22,32 +22,23 @@ from typing import Any
 
 import pytest
 from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
-from space_fixtures import BROWSER, SHOTS, evaluated_model, hub_models, launch, local_settings, open_chromium
+from space_fixtures import (
+    BROWSER,
+    SHOTS,
+    evaluated_model,
+    hub_models,
+    launch,
+    local_settings,
+    open_chromium,
+    record_fetch_streams,
+)
 
 from tcmqa.build import build
 from tcmqa.data import load_config
 from tcmqa.store import SQLiteStore
 
 BLOCK = 8
-RECORD_TRAFFIC = """
-window.__traffic = [];
-const originalFetch = window.fetch;
-window.fetch = async (...args) => {
-  const response = await originalFetch(...args);
-  try {
-    const reader = response.clone().body.getReader();
-    const decoder = new TextDecoder();
-    (async () => {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        window.__traffic.push(decoder.decode(value, { stream: true }));
-      }
-    })();
-  } catch (e) {}
-  return response;
-};
-"""
+RECORD_TRAFFIC = record_fetch_streams("__traffic")
 
 pytestmark = BROWSER
 

@@ -35,7 +35,16 @@ import pyarrow.parquet as pq
 import pytest
 from gradio_client import Client
 from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
-from space_fixtures import BROWSER, CHROMIUM, SHOTS, hub_models, launch, local_settings, open_chromium
+from space_fixtures import (
+    BROWSER,
+    CHROMIUM,
+    SHOTS,
+    hub_models,
+    launch,
+    local_settings,
+    open_chromium,
+    record_fetch_streams,
+)
 
 from tcmqa.build import build
 from tcmqa.data import load_config
@@ -304,25 +313,7 @@ def test_open_block_every_function_in_process(space: dict[str, Any]) -> None:
     assert called == _endpoint_names(space["demo"])
 
 
-RECORD_STREAMS = """
-window.__streams = [];
-const originalFetch = window.fetch;
-window.fetch = async (...args) => {
-  const response = await originalFetch(...args);
-  try {
-    const reader = response.clone().body.getReader();
-    const decoder = new TextDecoder();
-    (async () => {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        window.__streams.push(decoder.decode(value, { stream: true }));
-      }
-    })();
-  } catch (e) {}
-  return response;
-};
-"""
+RECORD_STREAMS = record_fetch_streams("__streams")
 
 
 @pytest.mark.browser

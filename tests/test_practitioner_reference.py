@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from fakehub import FakeHub
 from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
+from space_fixtures import evaluated_model
 
 from tcmqa import tables
 from tcmqa.build import build
@@ -21,8 +22,7 @@ from tcmqa.hub import Publisher
 from tcmqa.ingest import person_pseudonym
 from tcmqa.leaderboard.practice import NotAllowed, Practice, PracticeLoader, open_block_items
 from tcmqa.leaderboard.settings import Settings
-from tcmqa.prompts import PROTOCOL
-from tcmqa.schema import OUTPUTS, RESPONSES
+from tcmqa.schema import RESPONSES
 from tcmqa.store import SQLiteStore, Store
 
 REPO = "TechTCM/TCMQA"
@@ -68,24 +68,9 @@ def answer_all(p: Practice, account: str, right: bool = True, **fields) -> list[
 
 
 def evaluated(store: Store, items: list[dict], tmp_path: Path) -> dict:
-    """A finished evaluation of "org/model" on every item (right on even positions); its results row."""
-    rows = [
-        {
-            "model": "org/model",
-            "item_id": item["id"],
-            "answer_type": item["answer_type"],
-            "generated_text": "",
-            "prediction": item["answer"] if i % 2 == 0 else ["E"],
-            "correct": i % 2 == 0 or item["answer"] == ["E"],
-        }
-        for i, item in enumerate(items)
-    ]
-    path = tmp_path / "part-00000.parquet"
-    pq.write_table(pa.Table.from_pylist(rows, schema=OUTPUTS.arrow_schema), path)
-    row = {"model": "org/model", "origin": "evaluated", "subset": 0.0, "human_reference": 0.0, "delta_human": 0.0}
-    store.submit("org/model", "a" * 40, PROTOCOL, "local")
-    assert store.finish(store.claim("w"), row, [path])
-    return row
+    """A finished evaluation of "org/model" on every item (right on even positions); its results row,
+    whose subset figures the practice recomputes."""
+    return evaluated_model(store, items, tmp_path, subset=0.0, human_reference=0.0, delta_human=0.0)
 
 
 def published(hub: FakeHub) -> tuple[Path, dict[str, list[dict]]]:
