@@ -9,7 +9,6 @@ worker itself, accepts local model folders and needs no sign-in::
 
 from __future__ import annotations
 
-import json
 import shlex
 import tempfile
 import threading
@@ -21,8 +20,8 @@ import pandas as pd
 
 from tcmqa.hub import Publisher
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard import model_outputs, queue
 from tcmqa.leaderboard import practice as practice_lib
+from tcmqa.leaderboard import queue
 from tcmqa.leaderboard.about import probes_markdown
 from tcmqa.leaderboard.explorer import Explorer
 from tcmqa.leaderboard.practice.text import review_markdown
@@ -263,7 +262,6 @@ REMEMBER_JS = """(name, licence, number) => {
 }"""
 RECALL_JS = '(name) => localStorage.getItem("tcmqa-practitioner") || ""'
 HEARTBEAT_S = 10  # the open item's page says it is still there this often
-AWAY_S = 30.0  # no word from the page for this long: it was closed or reloaded, and that time counts as paused
 # A-E pick an answer, 1-5 a difficulty, Enter submits: never while typing in a text field, never with no item
 # on screen (paused, the block over, another tab shown); Enter submits wherever the focus is (a button, the
 # one-line comment included; an input method's Enter that commits a composition is left alone)
@@ -311,97 +309,6 @@ def _missing(answer: list[str], difficulty: Any, domains: list[str]) -> list[str
     return missing
 
 
-class ItemClocks:
-    """Per account, the clock of the item on its screen: when it was first shown, the seconds paused so far,
-    whether it is paused now, and when the page last said it was there.
-
-    ``seconds`` is the whole time from the first showing to the submission and ``seconds_paused`` the part
-    of it paused (``Practice.submit``'s rule): a pause, and any gap longer than ``away_s`` between the
-    page's signs of life (closed, reloaded, asleep), count as paused. Kept in memory: a restart loses it.
-    """
-
-    def __init__(self, away_s: float = AWAY_S):
-        self.away_s = away_s
-        self._clocks: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
-
-    def _current(self, who: str, item_id: str, now: float, start: bool) -> dict[str, Any] | None:
-        c = self._clocks.get(who)
-        if c is None or c["item_id"] != item_id:
-            if not start:
-                return None
-            c = self._clocks[who] = {"item_id": item_id, "shown_at": now, "paused": 0.0, "paused_since": None}
-        elif c["paused_since"] is None and now - c["seen_at"] > self.away_s:
-            c["paused"] += now - c["seen_at"]  # the page was gone: not working time
-        c["seen_at"] = now
-        return c
-
-    def show(self, who: str, item_id: str, now: float) -> bool:
-        """The item is on screen (started if new, resumed as it was otherwise); whether it is paused."""
-        with self._lock:
-            c = self._current(who, item_id, now, start=True)
-            return c is not None and c["paused_since"] is not None
-
-    def touch(self, who: str, item_id: str, now: float) -> None:
-        """The page says it is still there (the heartbeat); nothing starts."""
-        with self._lock:
-            self._current(who, item_id, now, start=False)
-
-    def toggle(self, who: str, item_id: str, now: float) -> bool:
-        """Pause or resume; whether it is paused now."""
-        with self._lock:
-            c = self._current(who, item_id, now, start=True)
-            assert c is not None
-            if c["paused_since"] is not None:
-                c["paused"] += now - c["paused_since"]
-                c["paused_since"] = None
-            else:
-                c["paused_since"] = now
-            return c["paused_since"] is not None
-
-    def times(self, who: str, item_id: str, now: float) -> tuple[float, float] | None:
-        """(seconds, seconds paused) on the item until ``now``; None if this process never showed it."""
-        with self._lock:
-            c = self._current(who, item_id, now, start=False)
-            if c is None:
-                return None
-            paused = c["paused"] + (now - c["paused_since"] if c["paused_since"] is not None else 0.0)
-            return now - c["shown_at"], paused
-
-    def done(self, who: str, item_id: str) -> None:
-        with self._lock:
-            if self._clocks.get(who, {}).get("item_id") == item_id:
-                del self._clocks[who]
-
-
-def _block_review(p: practice_lib.Practice, who: str, report: dict[str, Any]) -> str:
-    """The finished block item by item (called only once ``report`` succeeded: the block is complete)."""
-    block = report["block"]
-    mine = {r["item_id"]: r for r in p.store.practice_responses(account=who, block=block)}
-    order = p.store.practice_block_items(block)
-    models: dict[str, dict[str, list[str]]] = {i: {} for i in order}
-    # every model with outputs, one run each (its latest full run): the runs the block report's accuracy uses
-    n_scored = sum(not item.get("flagged") for item in p.items.values())
-    predictions = model_outputs.shared(p.store, p.data, n_scored).on(order, ["prediction"])
-    for model, item_id, prediction in predictions[["model", "item_id", "prediction"]].itertuples(index=False):
-        models[item_id][model] = list(prediction) if prediction is not None else []
-    rows = []
-    for position, item_id in enumerate(order, 1):
-        item = p.items[item_id]
-        rows.append(
-            {
-                "position": position,
-                "question": item["question"],
-                "options": item["options"],
-                "selected": json.loads(mine[item_id]["selected"]) if item_id in mine else [],
-                "answer": list(item["answer"]),
-                "explanation": item.get("explanation"),
-                "models": models[item_id],
-            }
-        )
-    return review_markdown(rows)
-
-
 CONSOLE_HEADERS = {  # the console's tables (Practice's column names) as the study lead reads them
     "practitioner_id": "pseudonym",
     "accuracy": "accuracy %",
@@ -438,11 +345,11 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
 
     The clock of the item on screen is the server's (:class:`ItemClocks`, per account), so seconds and
     seconds paused stay right across pause, submit, reload and resume: while the page is open it says so
-    every ``HEARTBEAT_S``; a gap longer than ``AWAY_S`` (the page was closed or reloaded) counts as paused,
+    every ``HEARTBEAT_S``; a gap longer than ``practice_lib.AWAY_S`` (the page was closed or reloaded) counts as paused,
     as does a pause; the Pause button shows the state the server holds.
     """
     refusals = (practice_lib.NotAllowed, practice_lib.DailyCapReached, ValueError)
-    clocks = ItemClocks()
+    clocks = practice_lib.ItemClocks()
     visitor_note: dict[str, str] = {}  # the page-load note for visitors, by the practice version it was made at
 
     def account(name: str | None, profile: gr.OAuthProfile | None) -> str | None:
@@ -474,7 +381,11 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             assigned = p.assignment(who)
             if assigned:
                 report_ = p.report(who)
-                text = practice_lib.report_markdown(report_) + "\n\n" + _block_review(p, who, report_)
+                text = (
+                    practice_lib.report_markdown(report_)
+                    + "\n\n"
+                    + review_markdown(p.review_rows(who, report_["block"]))
+                )
             else:
                 text = "No items are left to assign: thank you."
             return {

@@ -15,12 +15,12 @@ import pytest
 from fakehub import FakeHub
 from gradio_client import Client
 from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
-from space_fixtures import ALL_ORIGINS, board, evaluated_model, hub_models, launch, local_settings, space_app
+from space_fixtures import ALL_ORIGINS, board, evaluated_model, hub_models, launch, local_settings
 
 from tcmqa.build import build
 from tcmqa.data import load_config
 from tcmqa.hub import Publisher
-from tcmqa.leaderboard.practice import Practice
+from tcmqa.leaderboard.practice import ItemClocks, Practice
 from tcmqa.store import SQLiteStore
 
 HUMAN = "Licensed practitioners (majority vote)"
@@ -254,7 +254,7 @@ def test_practitioner_responses_published_coalesced(tmp_path: Path, half_tree: P
 def test_practitioner_space_item_clock_rules() -> None:
     """The tab's item clock on a made-up timeline: seconds are the whole time on the item, seconds paused
     the part of it paused (a pause, a reload while paused, a page gone longer than away_s)."""
-    clocks = space_app()["ItemClocks"](away_s=30.0)
+    clocks = ItemClocks(away_s=30.0)
     assert not clocks.show("kim", "i1", 0.0)
     clocks.touch("kim", "i1", 10.0)  # heartbeats while working
     assert clocks.toggle("kim", "i1", 12.0)  # paused at 12

@@ -49,6 +49,7 @@ from tcmqa.leaderboard.practice.assignment import (
     PracticeAssignment,
     stratified_draw,
 )
+from tcmqa.leaderboard.practice.clock import AWAY_S, ItemClocks
 from tcmqa.leaderboard.practice.console import PracticeConsole
 from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S, NotAllowed, open_block_items
 from tcmqa.leaderboard.practice.text import item_markdown, report_markdown
@@ -57,11 +58,13 @@ from tcmqa.store import DailyCapReached, Store
 
 __all__ = [
     "ABANDON_AFTER_S",
+    "AWAY_S",
     "DOMAINS",
     "MAX_COMMENT",
     "PLATFORM_NUMBER",
     "DailyCapReached",
     "InvalidResponse",
+    "ItemClocks",
     "ItemView",
     "NotAllowed",
     "Practice",

@@ -26,6 +26,30 @@ class PracticeScoring(PracticeCore):
 
     data: str | None = None  # the data the Space serves (set by PracticeLoader): its published outputs
 
+    def review_rows(self, account: str, block: int) -> list[dict[str, Any]]:
+        """A finished block item by item, for the practitioner's review: the item, their answer, the
+        reference and explanation, and each model's answer (one run per model, the runs :meth:`report`'s
+        accuracy uses). Only for a complete block: call it after :meth:`report` succeeded."""
+        mine = {r["item_id"]: r for r in self.store.practice_responses(account=account, block=block)}
+        order = self.store.practice_block_items(block)
+        models: dict[str, dict[str, list[str]]] = {i: {} for i in order}
+        n_scored = sum(not item.get("flagged") for item in self.items.values())
+        predictions = model_outputs.shared(self.store, self.data, n_scored).on(order, ["prediction"])
+        for model, item_id, prediction in predictions[["model", "item_id", "prediction"]].itertuples(index=False):
+            models[item_id][model] = list(prediction) if prediction is not None else []
+        return [
+            {
+                "position": position,
+                "question": self.items[item_id]["question"],
+                "options": self.items[item_id]["options"],
+                "selected": json.loads(mine[item_id]["selected"]) if item_id in mine else [],
+                "answer": list(self.items[item_id]["answer"]),
+                "explanation": self.items[item_id].get("explanation"),
+                "models": models[item_id],
+            }
+            for position, item_id in enumerate(order, 1)
+        ]
+
     def report(self, account: str | None, block: int | None = None) -> dict[str, Any]:
         """The account's accuracy on a completed block: against the reference, against the other raters
         (all of them, as they stand now), by domain, and the models' accuracy on the same items.
