@@ -54,7 +54,7 @@ DTYPE = os.environ.get("TCMQA_TEST_DTYPE", "float32")
 LOGPROB_TOLERANCE = 1e-3  # float32 only
 VLLM_ARGS = {"max_model_len": 512, "enforce_eager": True}  # as `--engine-arg max_model_len=512 ...` gives them
 N_SHARDS = 3
-PROBE_ITEMS = 16  # a run of its own, probed under all five rotations and the order test (6 orders each)
+PROBE_ITEMS = 12  # a run of its own, probed under all five rotations and the order test (6 orders each)
 
 
 def probed(engine_name: str, engine, gemma_dir: Path, tree: Path, out: Path, **changes) -> dict:
