@@ -9,11 +9,14 @@ worker itself, accepts local model folders and needs no sign-in::
 
 from __future__ import annotations
 
+import functools
+import logging
 import shlex
 import tempfile
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import gradio as gr
 import pandas as pd
@@ -23,6 +26,7 @@ from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard import queue
 from tcmqa.leaderboard.about import probes_markdown
+from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.explorer import Explorer
 from tcmqa.leaderboard.practice.text import review_markdown
 from tcmqa.leaderboard.settings import Settings
@@ -70,6 +74,24 @@ the paper's own numbers):
 """
 
 
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def visitor_safe(fn: Handler) -> Handler:
+    """A handler whose failure reaches the visitor as its kind and an id only (``tcmqa.leaderboard.errors``)."""
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except Exception as err:
+            raise gr.Error(reported(err, fn.__name__)) from None
+
+    return guarded  # pyright: ignore[reportReturnType]
+
+
 def build_app(settings: Settings, store: Store | None = None, api: Any = None) -> gr.Blocks:
     """The whole UI; ``store`` and ``api`` are injectable so tests run on a real store and a fake Hub."""
     store = store or open_store(settings.store)
@@ -84,6 +106,7 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
     # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
     explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
 
+    @visitor_safe
     def show_board(
         search: str,
         families: list[str],
@@ -106,17 +129,19 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             descending,
         )
 
+    @visitor_safe
     def refresh_families(current: list[str]) -> Any:
         return gr.update(choices=board.families(), value=current)
 
+    @visitor_safe
     def show_plots() -> tuple[pd.DataFrame, pd.DataFrame]:
         return board_lib.plot_frames(board.frame())
 
     def show_item(item_id: str) -> tuple[str, pd.DataFrame, pd.DataFrame]:
         try:
             return explorer.item(item_id)
-        except Exception as err:  # the data may be unreachable (offline Hub, missing tree): say so
-            return f"The items could not be loaded from {settings.data}: {err}", pd.DataFrame(), pd.DataFrame()
+        except Exception as err:  # the data or the store may be unreachable: say so, with no secret
+            return f"The item could not be shown: {reported(err, 'show_item')}.", pd.DataFrame(), pd.DataFrame()
 
     def submit(model_id: str, revision: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
         try:
@@ -125,14 +150,25 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             job = enqueue(accepted, user=user, store=store, policy=policy)
         except Rejected as err:
             return f"❌ {err}", ""
+        except Exception as err:
+            return f"❌ The submission could not be queued: {reported(err, 'submit')}.", ""
         return (
             f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as job `{job.id}`: "
             "PENDING. Its status updates below.",
             job.id,
         )
 
+    @visitor_safe
     def show_queue() -> pd.DataFrame:
         return queue.jobs_frame(store)
+
+    @visitor_safe
+    def show_job(job: str) -> str:
+        return queue.job_markdown(store, job)
+
+    @visitor_safe
+    def show_log(job: str) -> str:
+        return queue.job_log(store, job)
 
     with gr.Blocks(title="TCMQA leaderboard") as demo:
         gr.Markdown(
@@ -215,16 +251,19 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
             feedback = gr.Markdown(elem_id="submit-feedback")
             job_id = gr.Textbox(label="Job id", elem_id="submit-job")
             status = gr.Markdown(elem_id="submit-status")
+            log_button = gr.Button("Show log", size="sm", elem_id="submit-show-log")
+            log_text = gr.Textbox(label="Harness log (end)", lines=8, interactive=False, elem_id="submit-log")
             submit_button.click(submit, [model_id, revision], [feedback, job_id], api_name="submit")
             status_timer = gr.Timer(2)
             gr.on(
                 [job_id.change, status_timer.tick],
-                lambda j: queue.job_markdown(store, j),
+                show_job,
                 job_id,
                 status,
                 api_name="job",
                 show_progress="hidden",
             )
+            log_button.click(show_log, job_id, log_text, api_name="job_log")
         with gr.Tab("Queue"):
             queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label="Evaluation requests")
             gr.on([demo.load, timer.tick], show_queue, None, queue_table, api_name="queue", show_progress="hidden")
@@ -732,32 +771,68 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
     next_button.click(next_block, name, screen_outputs, api_name="practice_next")
 
 
-def main() -> None:
-    """Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (a Space sets them)."""
-    settings = Settings.from_env()
-    store = open_store(settings.store)
-    if settings.start_worker:
-        LocalWorker(settings.store, settings.data, shlex.split(settings.worker_args)).start()
-    if settings.publish:  # the one publisher of this store: finished jobs to the Hub, coalesced
-        from huggingface_hub import HfApi
+def open_store_retrying(url: str, waits_s: tuple[float, ...] = (1, 2, 4, 8, 16, 30)) -> Store:
+    """The store, retried with backoff: a database blip at start must not kill the Space."""
+    for wait in waits_s:
+        try:
+            return open_store(url)
+        except Exception as err:
+            logging.getLogger("tcmqa.space").warning("opening the store failed (%s); again in %gs", err, wait)
+            time.sleep(wait)
+    return open_store(url)
 
-        publisher = Publisher(store, HfApi(), settings.results_repo, requests_repo=settings.requests_repo)
-        publisher.import_published()  # the board starts with every row published before
-        threading.Thread(target=publisher.run_forever, args=(threading.Event(),), daemon=True).start()
-        if settings.practice:  # the responses and subset configs, rebuilt and committed at most every few minutes
-            practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
 
-            def source() -> tuple[str | None, Any]:
-                # what a commit would publish: unchanged while only open blocks are answered
-                version = practice.get().published_version() if store.practice_responses_exist() else None
-                return version, lambda: practice.get().configs()
+def start_publishing(settings: Settings, store: Store, api: Any, stop: threading.Event) -> list[threading.Thread]:
+    """The one publisher of this store, in the background: first the rows published before (the board shows
+    what it has and fills in), then finished jobs to the Hub, coalesced; practitioner configs likewise."""
+    publisher = Publisher(store, api, settings.results_repo, requests_repo=settings.requests_repo)
 
+    def results() -> None:
+        publisher.import_published()
+        publisher.run_forever(stop)
+
+    threads = [threading.Thread(target=results, name="tcmqa-publisher", daemon=True)]
+    if settings.practice:  # the responses and subset configs, rebuilt and committed at most every few minutes
+        practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
+
+        def source() -> tuple[str | None, Any]:
+            # what a commit would publish: unchanged while only open blocks are answered
+            version = practice.get().published_version() if store.practice_responses_exist() else None
+            return version, lambda: practice.get().configs()
+
+        threads.append(
             threading.Thread(
                 target=publisher.run_responses_forever,
-                args=(threading.Event(), source, settings.responses_every_s),
+                args=(stop, source, settings.responses_every_s),
+                name="tcmqa-responses-publisher",
                 daemon=True,
-            ).start()
-    build_app(settings, store).queue(default_concurrency_limit=8).launch()
+            )
+        )
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def build_hosted(
+    settings: Settings, api: Any = None, stop: threading.Event | None = None
+) -> tuple[gr.Blocks, list[threading.Thread]]:
+    """What ``main`` runs, as a seam for tests: the store (retried), the local worker, the publisher threads
+    (until ``stop``), and the app; ``api`` is the Hub client (``HfApi()`` by default)."""
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+    store = open_store_retrying(settings.store)
+    if settings.start_worker:
+        LocalWorker(settings.store, settings.data, shlex.split(settings.worker_args)).start()
+    threads = start_publishing(settings, store, api, stop or threading.Event()) if settings.publish else []
+    return build_app(settings, store, api), threads
+
+
+def main() -> None:
+    """Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (a Space sets them)."""
+    demo, _ = build_hosted(Settings.from_env())
+    demo.queue(default_concurrency_limit=8).launch()
 
 
 if __name__ == "__main__":

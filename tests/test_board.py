@@ -304,3 +304,31 @@ def test_board_marks_rows_from_the_outputs_recorded_in_the_store(tmp_path):
     got = marks(Board(store).frame())
     assert got["org/b"].startswith("p=") and got["org/c"].startswith("≈")
     assert got["org/stand-in"] == ""
+
+
+def test_comparable_is_the_served_data_after_a_corpus_fix(tmp_path, demo_tree, demo_items):
+    """After a corpus fix, the one row run on the fixed data ranks and the majority run on the old data
+    reads 'other data': the reference is the served corpus's fingerprint, as the harness computes it."""
+    import json
+
+    from tcmqa.build import build
+    from tcmqa.data import load_config
+    from tcmqa.harness import data_fingerprint
+
+    fixed_items = [dict(item) for item in demo_items]
+    fixed_items[0]["question"] += " (corrected)"
+    (tmp_path / "fixed.jsonl").write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in fixed_items))
+    fixed = tmp_path / "fixed"
+    build([str(tmp_path / "fixed.jsonl")], fixed)
+    old, new = board_lib.served_fingerprint(str(demo_tree)), board_lib.served_fingerprint(str(fixed))
+    scorable = [item for item in load_config(str(fixed), "corpus").to_list() if not item["flagged"]]
+    assert new == data_fingerprint(scorable) and old != new
+    store = SQLiteStore(tmp_path / "store")
+    results = [row("org/stale-1", 60.0, old), row("org/stale-2", 61.0, old), row("org/current", 50.0, new)]
+    for i, result in enumerate(results):
+        store.submit(result["model"], f"{i:040x}", PROTOCOL, "test")
+        assert store.finish(store.claim("w"), result, [])
+    frame = Board(store, data_fingerprint=new).frame()
+    assert labelled(frame)[("org/current", 50.0)] == COMPARABLE
+    assert labelled(frame)[("org/stale-1", 60.0)] == labelled(frame)[("org/stale-2", 61.0)] == OTHER_DATA
+    assert frame["Model"].iloc[0] == "org/current"

@@ -4,6 +4,7 @@ item explorer, queue, and 50 concurrent submissions. Only the Hub is faked (fake
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -54,7 +55,8 @@ def test_submission_is_queued_then_duplicate_points_to_it(space: SimpleSpace) ->
     assert [row[3] for row in queue["data"] if row[0] == job_id] == ["PENDING"]
     space.store.fail(space.store.claim("w"), "the harness exited with code 1", "CUDA OOM")
     status = space.client.predict(job_id, api_name="/job")
-    assert "**FAILED**" in status and "exited with code 1" in status and "CUDA OOM" in status
+    assert "**FAILED**" in status and "exited with code 1" in status and "CUDA OOM" not in status
+    assert space.client.predict(job_id, api_name="/job_log") == "CUDA OOM"  # on demand, as text
     resubmitted, new_id = space.client.predict("org/good", "", api_name="/submit")
     assert resubmitted.startswith("✅") and new_id != job_id
 
@@ -174,3 +176,78 @@ def test_the_web_process_imports_no_engine() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code, str(APP)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# a chat template's error that closes the status's code fence and injects a link and an image
+INJECTED = "```\n\n[sign in again](https://evil.example/login) ![x](https://evil.example/x.png) <img src=x>"
+
+
+def test_a_log_tail_is_text_never_markdown(space: SimpleSpace) -> None:
+    _, job_id = space.client.predict("org/gated-ok", "", api_name="/submit")
+    claimed = space.store.claim("w")
+    while claimed is not None and claimed.id != job_id:  # earlier tests' jobs are still queued
+        claimed = space.store.claim("w")
+    assert claimed is not None
+    space.store.fail(claimed, "template error: " + INJECTED, "jinja2 said:\n" + INJECTED)
+    status = space.client.predict(job_id, api_name="/job")
+    assert "**FAILED**" in status and "template error" in status
+    # every character Markdown or HTML would read is escaped: no fence closes, no link or tag is made
+    assert re.search(r"(?<!\\)(```|\]\(|<img|!\[)", status) is None, status
+    assert space.client.predict(job_id, api_name="/job_log") == "jinja2 said:\n" + INJECTED  # the text, as is
+
+
+SECRET = "password=hunter2-secret host=db.internal.example user=tcmqa_admin"
+
+
+def test_secrets_in_pages_never_reach_a_visitor(
+    tmp_path: Path, demo_tree: Path, demo_items: list[dict], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database error names host, user and password: every page and API response says its kind and an
+    id only, and the operator's log holds the text with that id."""
+    import logging
+
+    import httpx
+    import sqlalchemy.exc
+
+    store = SQLiteStore(tmp_path / "store")
+    store.submit("org/good", SHA, "v1", "local")
+    demo, url = launch(local_settings(store.root, demo_tree), store, hub_models())
+    client = Client(url, verbose=False)
+
+    def down(*args, **kwargs):
+        raise sqlalchemy.exc.OperationalError("SELECT 1", {}, Exception(f"connection failed: {SECRET}"))
+
+    for method in ("version", "jobs", "get", "submit", "results", "practice_version", "practice_snapshot"):
+        if hasattr(store, method):
+            monkeypatch.setattr(store, method, down)
+    seen: list[str] = []
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("tcmqa.space").addHandler(handler)
+    try:
+        calls = [
+            ((demo_items[0]["question_id"],), "/item"),
+            (("org/good", ""), "/submit"),
+            (("abc",), "/job"),
+            (("abc",), "/job_log"),
+            ((), "/queue"),
+            ((), "/plots"),
+            (("", [], None, None, ["evaluated"], ["Full"], "Full", True), "/board"),
+        ]
+        for args, api in calls:
+            try:
+                seen.append(str(client.predict(*args, api_name=api)))
+            except Exception as err:  # gr.Error reaches the client as an AppError with the visitor's message
+                seen.append(str(err))
+        seen.append(httpx.get(url).text)
+        seen.append(httpx.get(url + "gradio_api/info").text)
+    finally:
+        logging.getLogger("tcmqa.space").removeHandler(handler)
+        demo.close()
+    for text in seen:
+        assert "hunter2" not in text and "db.internal" not in text and "tcmqa_admin" not in text, text
+    assert any("database unavailable (error " in text for text in seen), seen
+    ids = {text.split("(error ")[1][:6] for text in seen if "(error " in text}
+    logged = "\n".join(r.getMessage() for r in records)
+    assert ids and all(i in logged for i in ids) and "hunter2" in logged  # the operator's log has it all

@@ -1,4 +1,5 @@
-"""``tcmqa serve``: run the leaderboard Space locally, offline, on the embedded SQLite store.
+"""``tcmqa serve``: run the leaderboard Space locally, on ``--store``, else ``TCMQA_STORE`` like the app,
+else the embedded SQLite store in ``.cache/space``.
 
 The Space's UI wiring is ``space/app.py`` of a source checkout (it deploys to the Space repo on its
 own; its logic is ``tcmqa.leaderboard``). This command sets the app's environment and runs it; the app
@@ -14,11 +15,15 @@ import sys
 from pathlib import Path
 
 DEFAULT_APP = Path("space") / "app.py"  # relative to the working directory: run from a checkout
+DEFAULT_STORE = ".cache/space"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--app", type=Path, default=DEFAULT_APP, help="the Space's app.py (default: ./space/app.py)")
-    parser.add_argument("--store", default=".cache/space", help="SQLite store directory")
+    # no default shown: TCMQA_STORE may be a database URL with its password
+    parser.add_argument(
+        "--store", help=f"store: a SQLite directory or a database URL (default: $TCMQA_STORE or {DEFAULT_STORE})"
+    )
     parser.add_argument("--data", default="TechTCM/TCMQA", help="Hub id or a tree built by `tcmqa build`")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=7860)
@@ -34,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     os.environ.pop("SPACE_ID", None)  # local mode
     os.environ.update(
-        TCMQA_STORE=args.store,
+        TCMQA_STORE=args.store or os.environ.get("TCMQA_STORE") or DEFAULT_STORE,
         TCMQA_DATA=args.data,
         TCMQA_WORKER_ARGS=args.worker_args,
         TCMQA_START_WORKER="0" if args.no_worker else "1",

@@ -9,10 +9,11 @@ protocol with full coverage). The board has one reference, a data fingerprint an
 
 * the protocol is the harness's current one (``tcmqa.prompts.PROTOCOL``) unless ``Board`` is given
   another;
-* the fingerprint is the one ``Board`` is given (the data the Space serves, when the caller knows its
-  fingerprint); otherwise the fingerprint that most full-coverage evaluated rows under that protocol
-  share (a tie goes to the most recently evaluated, then to the smaller fingerprint). With no such row
-  nothing is comparable yet.
+* the fingerprint is the one ``Board`` is given: that of the data the Space serves
+  (:func:`served_fingerprint`, computed once), so after a corpus fix the rows run on the fixed data
+  rank and the stale ones read ``other data``, however many they are; without one, the fingerprint
+  that most full-coverage evaluated rows under that protocol share (a tie goes to the most recently
+  evaluated, then to the smaller fingerprint). With no such row nothing is comparable yet.
 
 Every row gets a ``Comparison`` label (:data:`COMPARISONS`, in board order): ``comparable`` (that
 fingerprint, that protocol, coverage 100%: these are ranked together, first), ``partial`` (coverage
@@ -143,6 +144,15 @@ def coverage(row: dict[str, Any]) -> float | None:
 def is_full(row: dict[str, Any]) -> bool:
     value = coverage(row)
     return value is not None and value >= 100 - 1e-6
+
+
+def served_fingerprint(data: str) -> str:
+    """The fingerprint a full run on ``data`` records: that of its scorable corpus (every unflagged item, in
+    order), by the harness's own rule."""
+    from tcmqa.data import load_config
+    from tcmqa.harness import data_fingerprint  # imported here: the board's module stays light
+
+    return data_fingerprint([item for item in load_config(data, "corpus").to_list() if not item["flagged"]])
 
 
 def reference_fingerprint(rows: Sequence[dict[str, Any]], protocol: str = PROTOCOL) -> str | None:

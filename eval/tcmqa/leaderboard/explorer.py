@@ -48,6 +48,7 @@ import pandas as pd
 
 from tcmqa.data import has_config, load_config
 from tcmqa.leaderboard import model_outputs
+from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.practice.core import open_block_items  # the finished-block rule's one home
 from tcmqa.schema import RATERS_PER_ITEM
 from tcmqa.store import Store
@@ -141,7 +142,7 @@ class Explorer:
             everyone = self.responses()
         except Exception as err:  # practitioner mode cannot load its study (e.g. no pinned revision): say so
             everyone = pd.DataFrame(columns=["item_id", *RESPONSE_COLUMNS])
-            text += f"\n\n_The practitioners' answers could not be loaded: {err}_"
+            text += f"\n\n_The practitioners' answers could not be loaded: {reported(err, 'practitioners answers')}._"
         responses = everyone[everyone["item_id"] == item_id]
         columns = [c for c in [*RESPONSE_COLUMNS, "source"] if c in responses]
         responses = responses[columns].copy()

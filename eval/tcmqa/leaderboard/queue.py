@@ -1,10 +1,13 @@
 """What the Submit and Queue tabs show of the store: the requests table and one job's status.
 
-A FAILED job shows its reason and the harness's log tail, so the submitter can act on it.
+A FAILED job shows its reason, so the submitter can act on it; the harness's log tail is fetched on
+demand (:func:`job_log`) and shown as plain text, never as Markdown: a chat template's error message
+could otherwise close a code fence and inject links. Text from a job (its reason) is escaped likewise.
 """
 
 from __future__ import annotations
 
+import re
 import time
 
 import pandas as pd
@@ -13,6 +16,12 @@ from tcmqa.store import FAILED, Store
 
 QUEUE_COLUMNS = ["id", "model", "revision", "status", "progress", "attempts", "user", "submitted", "updated"]
 LOG_TAIL_SHOWN = 3000  # characters of the harness log shown with a failure
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()<>#+!|~-])")
+
+
+def escaped(text: str) -> str:
+    """``text`` shown literally in Markdown: every character Markdown or HTML reads is backslash-escaped."""
+    return _MARKDOWN.sub(r"\\\1", text)
 
 
 def _stamp(t: float) -> str:
@@ -34,7 +43,7 @@ def jobs_frame(store: Store) -> pd.DataFrame:
 
 
 def job_markdown(store: Store, job_id: str) -> str:
-    """One job's status line, progress, and for a failure the reason and the log tail."""
+    """One job's status line, progress, and for a failure the reason (escaped); the log tail is :func:`job_log`."""
     job_id = (job_id or "").strip()
     if not job_id:
         return "Submit a model, or enter a job id."
@@ -43,9 +52,15 @@ def job_markdown(store: Store, job_id: str) -> str:
         return f"No job `{job_id}`."
     text = f"**{job.status}** · `{job.model}` @ `{job.revision[:12]}` · job `{job.id}` · attempt {job.attempts}"
     if job.progress:
-        text += f"\n\nProgress: {job.progress}"
+        text += f"\n\nProgress: {escaped(job.progress)}"
     if job.status == FAILED:
-        text += f"\n\n**Reason:** {job.reason}\n\nYou may fix the model and resubmit."
+        text += f"\n\n**Reason:** {escaped(job.reason)}\n\nYou may fix the model and resubmit."
         if job.log_tail:
-            text += f"\n\n```text\n{job.log_tail[-LOG_TAIL_SHOWN:]}\n```"
+            text += " The harness's log is shown on request (**Show log**)."
     return text
+
+
+def job_log(store: Store, job_id: str) -> str:
+    """The end of a job's harness log, as plain text for a text box (empty when there is none)."""
+    job = store.get((job_id or "").strip()) if (job_id or "").strip() else None
+    return job.log_tail[-LOG_TAIL_SHOWN:] if job is not None and job.log_tail else ""
