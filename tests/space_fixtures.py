@@ -171,13 +171,15 @@ def write_folder(
     return path
 
 
-def evaluated_model(store: Store, items: Path | list[dict], tmp_path: Path, **row: Any) -> dict:
-    """A finished evaluation of "org/model" on every item (right on even positions), with its outputs in
+def evaluated_model(
+    store: Store, items: Path | list[dict], tmp_path: Path, model: str = "org/model", **row: Any
+) -> dict:
+    """A finished evaluation of ``model`` on every item (right on even positions), with its outputs in
     the store; ``items`` are corpus rows or a built tree; ``row`` overrides results fields. Its results row."""
     corpus = load_config(str(items), "corpus").to_list() if isinstance(items, Path) else items
     rows = [
         {
-            "model": "org/model",
+            "model": model,
             "item_id": item["id"],
             "answer_type": item["answer_type"],
             "generated_text": "",
@@ -188,10 +190,10 @@ def evaluated_model(store: Store, items: Path | list[dict], tmp_path: Path, **ro
     ]
     path = tmp_path / "part-00000.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=OUTPUTS.arrow_schema), path)
-    store.submit("org/model", "a" * 40, PROTOCOL, "local")
+    store.submit(model, "a" * 40, PROTOCOL, "local")
     job = store.claim("w")
     results = {
-        "model": "org/model",
+        "model": model,
         "origin": "evaluated",
         "family": "Qwen2",
         "params_b": 0.5,
@@ -230,3 +232,18 @@ window.fetch = async (...args) => {{
   return response;
 }};
 """
+
+
+def as_a_space(monkeypatch: Any) -> None:
+    """The environment a Space with ``hf_oauth: true`` provides (SYSTEM, SPACE_ID and the OAuth app)."""
+    import gradio.oauth
+
+    monkeypatch.setenv("SYSTEM", "spaces")
+    monkeypatch.setenv("SPACE_ID", "TechTCM/leaderboard")
+    for key, value in {
+        "OAUTH_CLIENT_ID": "id",
+        "OAUTH_CLIENT_SECRET": "secret",
+        "OPENID_PROVIDER_URL": "https://huggingface.co",
+        "OAUTH_SCOPES": "openid profile",
+    }.items():
+        monkeypatch.setattr(gradio.oauth, key, value)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from gradio_client import Client
-from space_fixtures import APP, REFUSALS, SHA, board, hub_models, launch, local_settings
+from space_fixtures import APP, REFUSALS, SHA, as_a_space, board, hub_models, launch, local_settings
 
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.store import SQLiteStore
@@ -114,17 +114,7 @@ def test_50_concurrent_submissions(space: SimpleSpace) -> None:
 
 def test_hosted_mode_refuses_calls_without_a_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Space (SYSTEM=spaces, SPACE_ID) with OAuth: gradio_client calls arrive with profile=None."""
-    import gradio.oauth
-
-    monkeypatch.setenv("SYSTEM", "spaces")
-    monkeypatch.setenv("SPACE_ID", "TechTCM/leaderboard")
-    for key, value in {
-        "OAUTH_CLIENT_ID": "id",
-        "OAUTH_CLIENT_SECRET": "secret",
-        "OPENID_PROVIDER_URL": "https://huggingface.co",
-        "OAUTH_SCOPES": "openid profile",
-    }.items():
-        monkeypatch.setattr(gradio.oauth, key, value)  # what a Space with hf_oauth: true provides
+    as_a_space(monkeypatch)
     store = SQLiteStore(tmp_path / "store")
     demo, url = launch(local_settings(store.root, "unused", hosted=True), store, hub_models())
     try:
