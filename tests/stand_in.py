@@ -5,6 +5,9 @@ exercised in seconds. The real harness runs in test_space_e2e.py.
 
 Like the harness it resumes: with ``--resume`` it skips the steps an earlier attempt finished in the
 same ``--out``. Each start appends ``model pid parent-pid first-step`` to ``$STAND_IN_STARTS``.
+``$STAND_IN_NETWORK_FAILS=N``: the model's first N starts fail as the harness does when the Hub is down
+(a ConnectionError, exit ``EXIT_TRANSIENT``). ``$STAND_IN_DUMP``: a file each start writes its argv and
+environment to (JSON).
 """
 
 STAND_IN = r"""
@@ -22,6 +25,13 @@ steps = int(os.environ.get("STAND_IN_STEPS", "1"))
 done = [i for i in range(steps) if (out / f"step-{i}").exists()] if a.resume else []
 with open(os.environ["STAND_IN_STARTS"], "a") as f:
     f.write(f"{a.model} {os.getpid()} {os.getppid()} {len(done)}\n")
+if os.environ.get("STAND_IN_DUMP"):
+    Path(os.environ["STAND_IN_DUMP"]).write_text(json.dumps({"argv": sys.argv, "env": dict(os.environ)}))
+starts = [line.split()[0] for line in Path(os.environ["STAND_IN_STARTS"]).read_text().splitlines()]
+if starts.count(a.model) <= int(os.environ.get("STAND_IN_NETWORK_FAILS", "0")):
+    from tcmqa.harness import EXIT_TRANSIENT
+    print("ConnectionError: huggingface.co is unreachable", file=sys.stderr)
+    sys.exit(EXIT_TRANSIENT)
 (out / "run.json").write_text("{}")
 for i in range(steps):
     if i in done:

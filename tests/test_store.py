@@ -386,26 +386,32 @@ def test_a_store_of_the_previous_schema_version_is_upgraded(
     assert old.schema_version() == 3
     with old._read() as conn:
         assert not sa.inspect(conn).has_table("probes")
-    done = old.submit("org/a", SHA, "v1", "alice")
-    old.claim("w")
-    with old._write() as conn:  # what version 3's finish wrote: the row, outputs and the publication
-        conn.execute(sa.update(store_module.jobs_t).where(store_module.jobs_t.c.id == done.id).values(status=FINISHED))
-        conn.execute(sa.insert(store_module.results_t).values(job_id=done.id, row=json.dumps(_row("org/a"))))
+    with old._write() as conn:  # what version 3's submit, claim and finish wrote
+        for job_id, model, status in (("done", "org/a", FINISHED), ("running", "org/b", RUNNING)):
+            conn.execute(
+                sa.text(
+                    'INSERT INTO jobs (id, model, revision, protocol, "user", status, submitted_at, updated_at, '
+                    "attempts, claim, heartbeat_at, meta, status_at) "
+                    "VALUES (:id, :model, :sha, 'v1', 'alice', :status, 1.0, 1.0, 1, 'w#1', 1.0, '{}', 1.0)"
+                ),
+                {"id": job_id, "model": model, "sha": SHA, "status": status},
+            )
+        conn.execute(sa.insert(store_module.results_t).values(job_id="done", row=json.dumps(_row("org/a"))))
         data = _outputs(tmp_path, "org/a")[0].read_bytes()
-        conn.execute(sa.insert(store_module.outputs_t).values(job_id=done.id, part=0, data=data))
-        conn.execute(sa.insert(store_module.publications_t).values(job_id=done.id, created_at=1.0, next_try_at=1.0))
-    running = old.submit("org/b", SHA, "v1", "bob")
-    claimed = old.claim("w")
+        conn.execute(sa.insert(store_module.outputs_t).values(job_id="done", part=0, data=data))
+        conn.execute(sa.insert(store_module.publications_t).values(job_id="done", created_at=1.0, next_try_at=1.0))
     monkeypatch.undo()
 
     new = Store(url, cache_dir=tmp_path / "new")
     opened.append(new)
     assert new.schema_version() == len(MIGRATIONS)
     [waiting] = new.unpublished()
-    assert (waiting.job.id, waiting.outputs, waiting.probes) == (done.id, [data], [])
-    assert claimed.id == running.id and new.finish(claimed, _row("org/b"), [], _probes(tmp_path / "b", "org/b"))
-    assert {f.parent.name for f in new.probes_files()} == {running.id} and len(new.probes_files()) == 3
-    assert [p.job.id for p in new.unpublished()] == [done.id, running.id]
+    assert (waiting.job.id, waiting.outputs, waiting.probes) == ("done", [data], [])
+    claimed = new.get("running")
+    assert claimed is not None and new.finish(claimed, _row("org/b"), [], _probes(tmp_path / "b", "org/b"))
+    assert {f.parent.name for f in new.probes_files()} == {"running"} and len(new.probes_files()) == 3
+    assert [p.job.id for p in new.unpublished()] == ["done", "running"]
+    assert (claimed.not_before, claimed.retries) == (0.0, 0)  # migration 6's columns, empty on old jobs
 
 
 def test_open_store(tmp_path: Path, opened: list[Store]) -> None:
@@ -513,7 +519,7 @@ def test_practitioner_store_of_version_4_is_upgraded(
 
     new = Store(url, cache_dir=tmp_path / "new")
     opened.append(new)
-    assert new.schema_version() == len(MIGRATIONS) == 5
+    assert new.schema_version() == len(MIGRATIONS) == 6
     assert {p["account"]: p["number"] for p in new.practitioners()} == {"ann": 1, "bo": 2}
     assert [(e["account"], e["excluded"], e["reason"], e["decided_by"]) for e in new.practice_exclusions()] == [
         ("bo", 1, "copied", "lead")

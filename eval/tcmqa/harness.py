@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import inspect
 import json
+import logging
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterator
@@ -35,6 +36,8 @@ from tcmqa.engines.base import Prompt
 from tcmqa.models import count_parameters
 from tcmqa.outputs import MANIFEST
 from tcmqa.schema import HUB_ID, RESULT_COLUMNS
+
+logger = logging.getLogger(__name__)
 
 STAGES = ("load", "render", "generate", "score", "write")
 
@@ -495,7 +498,34 @@ def format_row(results: dict[str, Any]) -> str:
     return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in (labels, cells))
 
 
+EXIT_TRANSIENT = 75  # sysexits' EX_TEMPFAIL: the run failed for a passing cause (Hub or network down); retry later
+_NETWORK_ERRORS = {"ConnectError", "ConnectTimeout", "ReadTimeout", "RemoteProtocolError", "ProxyError"}
+
+
+def is_transient(err: BaseException | None) -> bool:
+    """Whether ``err`` or what caused it is the network or the Hub being down (429 or 5xx), not the model's fault."""
+    while err is not None:
+        if isinstance(err, (ConnectionError, TimeoutError)) or type(err).__name__ in _NETWORK_ERRORS:
+            return True
+        status = getattr(getattr(err, "response", None), "status_code", None)
+        if isinstance(status, int) and (status == 429 or status >= 500):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
 def main(args: argparse.Namespace) -> int:
+    """Run the evaluation; exit ``EXIT_TRANSIENT`` when the Hub or the network failed it (the worker retries)."""
+    try:
+        return _main(args)
+    except Exception as err:
+        if not is_transient(err):
+            raise
+        logger.exception("the Hub or the network failed this run; it is worth retrying")
+        return EXIT_TRANSIENT
+
+
+def _main(args: argparse.Namespace) -> int:
     config = EvalConfig.from_args(args)
     if config.probes and (config.shard or config.dry_run):
         raise SystemExit("--probes runs on a whole run: probe the merged shards with `tcmqa probe RUN_DIR`")

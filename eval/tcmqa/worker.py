@@ -10,6 +10,17 @@ engine load, resumed like the evaluation) unless ``--skip-probes``; the store re
 the outputs, and the publisher commits both with the results row. The store's parts are the record:
 run folders (and the model snapshots inside them) are pruned to the newest ``keep_runs``. Store errors
 are logged and retried, never fatal.
+
+Failures are transient or permanent. Transient ones are not the submitter's fault and cost no attempt:
+the job goes back to PENDING and waits a backoff (``retry_backoff_s``, doubling per retry up to an hour),
+and the submission counts once against the rate limit however often it is retried. They are: the harness
+exiting with ``EXIT_TRANSIENT`` (75, EX_TEMPFAIL: the harness saw the Hub or the network fail, see
+:func:`tcmqa.harness.is_transient`), the harness stopped by SIGTERM, SIGINT or SIGHUP (a preempted machine),
+and this worker being stopped by SIGTERM (it releases its job before it exits). Everything else is
+permanent and the job is FAILED with the log's tail: a model that does not load, a chat-template error,
+a results row that does not validate, a timeout. A worker that dies without a word (SIGKILL) cannot
+release its job: another worker re-queues it once the heartbeat is stale, and that does count an attempt
+(so a model that kills its worker cannot loop for ever).
 """
 
 from __future__ import annotations
@@ -38,11 +49,13 @@ import pyarrow as pa
 
 from tcmqa import flags
 from tcmqa.engines import DTYPES, ENGINES
+from tcmqa.harness import EXIT_TRANSIENT
 from tcmqa.outputs import MANIFEST as RUN_MANIFEST
 from tcmqa.outputs import part_files
 from tcmqa.schema import HUB_ID, RESULTS
 from tcmqa.store import FAILED, FINISHED, Job, Store, open_store
 
+PREEMPTED = {-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP}  # the harness stopped from outside: retry
 DEFAULT_COMMAND = "{python} -m tcmqa eval --model {model} --data {data} --out {out}"
 LOG_TAIL_CHARS = 4000
 logger = logging.getLogger(__name__)
@@ -108,6 +121,10 @@ class WorkerConfig:
         default=120.0, metadata={"help": "re-queue RUNNING jobs silent this many seconds"}
     )
     max_attempts: int = dataclasses.field(default=3, metadata={"help": "attempts before a job is FAILED"})
+    retry_backoff_s: float = dataclasses.field(
+        default=60.0,
+        metadata={"help": "seconds a job waits after a transient failure (the Hub down); doubles per retry, to 1 h"},
+    )
     poll_s: float = dataclasses.field(default=2.0, metadata={"help": "seconds between polls of an empty queue"})
     keep_runs: int = dataclasses.field(
         default=3, metadata={"help": "run folders (with their model snapshots) kept after their job ends"}
@@ -250,26 +267,17 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
             start_new_session=True,
             preexec_fn=die_with_parent,
         )
-    started = last_beat = time.monotonic()
-    while child.poll() is None:
-        time.sleep(min(1.0, cfg.heartbeat_s))
-        now = time.monotonic()
-        if now - started > cfg.timeout_s:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            store.fail(job, f"timed out after {cfg.timeout_s:.0f} s", _tail(log))
-            return "FAILED"
-        if now - last_beat >= cfg.heartbeat_s:
-            last_beat = now
-            try:
-                owned = store.heartbeat(job, _progress(log))
-            except Exception:
-                logger.exception("heartbeat for %s failed; retrying at the next beat", job.id)
-                continue
-            if not owned:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
-                return "ABANDONED"
+    try:
+        ended = _watch(store, job, cfg, child, log)
+    except Stopped as stop:
+        _kill(child)
+        _release(store, job, str(stop), backoff_s=0.0)
+        raise
+    if ended:
+        return ended
+    if child.returncode == EXIT_TRANSIENT or child.returncode in PREEMPTED:
+        reason = f"the harness exited with code {child.returncode} (transient)"
+        return _release(store, job, reason, _backoff(cfg, job))
     if child.returncode != 0:
         store.fail(job, f"the harness exited with code {child.returncode}", _tail(log))
         return "FAILED"
@@ -280,6 +288,60 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
         return "FAILED"
     finished = store.finish(job, row, part_files(run_dir), probe_parts(run_dir))
     return "FINISHED" if finished else "ABANDONED"
+
+
+def _watch(store: Store, job: Job, cfg: WorkerConfig, child: subprocess.Popen, log: Path) -> str | None:
+    """Heartbeat while the harness runs; the outcome if the job ended here (timed out, claim lost), else None."""
+    started = last_beat = time.monotonic()
+    while child.poll() is None:
+        time.sleep(min(1.0, cfg.heartbeat_s))
+        now = time.monotonic()
+        if now - started > cfg.timeout_s:
+            _kill(child)
+            store.fail(job, f"timed out after {cfg.timeout_s:.0f} s", _tail(log))
+            return "FAILED"
+        if now - last_beat >= cfg.heartbeat_s:
+            last_beat = now
+            try:
+                owned = store.heartbeat(job, _progress(log))
+            except Exception:
+                logger.exception("heartbeat for %s failed; retrying at the next beat", job.id)
+                continue
+            if not owned:
+                _kill(child)
+                return "ABANDONED"
+    return None
+
+
+def _kill(child: subprocess.Popen) -> None:
+    """Kill the harness and everything it started (its own session)."""
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+
+
+class Stopped(BaseException):
+    """This worker was asked to stop (SIGTERM: a preempted machine, a restart); it hands its job back first.
+
+    A BaseException, so the store-error retry loop of :func:`work` does not swallow it.
+    """
+
+
+def _stop_on_sigterm() -> None:
+    def stop(signum: int, _frame: Any) -> None:
+        raise Stopped(f"the worker was stopped by signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def _backoff(cfg: WorkerConfig, job: Job) -> float:
+    """Seconds a transiently failed job waits: ``retry_backoff_s`` doubling per retry, at most an hour."""
+    return min(3600.0, cfg.retry_backoff_s * 2**job.retries)
+
+
+def _release(store: Store, job: Job, reason: str, backoff_s: float) -> str:
+    """Hand a job that failed for a passing cause back to the queue; no attempt counted."""
+    logger.warning("%s: %s; back to PENDING, retried in %.0f s", job.id, reason, backoff_s)
+    return "PENDING" if store.release(job, reason, backoff_s) else "ABANDONED"
 
 
 def probe_parts(run_dir: Path) -> list[Path]:
@@ -308,7 +370,7 @@ def prune_runs(store: Store, runs: Path, keep: int) -> list[Path]:
 
 
 def work(store: Store, cfg: WorkerConfig, name: str, once: bool = False) -> int:
-    """Poll, requeue stale jobs, claim and run; with ``once``, stop when the queue is empty.
+    """Poll, requeue stale jobs, claim and run; with ``once``, stop when no job is PENDING (backoffs included).
 
     An error talking to the store is logged and retried with backoff (up to a minute): a database
     restart or a network blip must not leave the queue without its worker.
@@ -320,7 +382,7 @@ def work(store: Store, cfg: WorkerConfig, name: str, once: bool = False) -> int:
                 logger.warning("[%s] %s %s: %s", name, job.id, job.status, job.reason or job.progress)
             job = store.claim(name)
             if job is None:
-                if once:
+                if once and not store.waiting():
                     return done
                 time.sleep(cfg.poll_s)
                 continue
@@ -355,6 +417,10 @@ def main(args: argparse.Namespace) -> int:
     if cfg.gpus:
         return run_per_gpu(cfg)
     name = cfg.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
+    _stop_on_sigterm()
     logger.info("[%s] worker on %s, data %s", name, re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", cfg.store), cfg.data)
-    work(open_store(cfg.store), cfg, name, once=cfg.once)
+    try:
+        work(open_store(cfg.store), cfg, name, once=cfg.once)
+    except Stopped as stop:
+        logger.warning("[%s] %s", name, stop)
     return 0

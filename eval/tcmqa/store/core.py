@@ -102,6 +102,13 @@ class StoreCore:
         with self._reader.begin() as conn:
             yield conn
 
+    def _now(self, conn: Connection) -> float:
+        """The database server's time in Unix seconds: the one clock every worker's comparisons share, so a
+        worker whose own clock is off never re-queues healthy jobs nor misses status changes."""
+        if self.dialect == "postgresql":
+            return float(conn.execute(sa.text("SELECT extract(epoch FROM clock_timestamp())")).scalar_one())
+        return float(conn.execute(sa.text("SELECT (julianday('now') - 2440587.5) * 86400.0")).scalar_one())
+
     def _lock(self, conn: Connection, key: int) -> None:
         """Serialize with other transactions taking ``key`` (PostgreSQL; SQLite's BEGIN IMMEDIATE already does)."""
         if self.dialect == "postgresql":

@@ -27,6 +27,8 @@ class Job:
     """One submission and its life in the queue; ``claim`` identifies the attempt that owns it.
 
     ``updated_at`` moves with every write (heartbeats included); ``status_at`` only when the status changes.
+    ``retries`` counts transient failures (the Hub down, ...), which cost no attempt; a PENDING job is not
+    claimed before ``not_before``.
     """
 
     id: str
@@ -45,6 +47,8 @@ class Job:
     log_tail: str = ""
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
     status_at: float = 0.0
+    not_before: float = 0.0
+    retries: int = 0
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), ensure_ascii=False, sort_keys=True)
@@ -54,8 +58,11 @@ class Job:
         return cls(**json.loads(text))
 
 
-def new_job(model: str, revision: str, protocol: str, user: str, meta: dict[str, Any] | None = None) -> Job:
-    now = time.time()
+def new_job(
+    model: str, revision: str, protocol: str, user: str, meta: dict[str, Any] | None = None, now: float | None = None
+) -> Job:
+    """A PENDING job submitted at ``now`` (the store passes its database's time)."""
+    now = time.time() if now is None else now
     job_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + uuid.uuid4().hex[:8]
     return Job(job_id, model, revision, protocol, user, PENDING, now, now, meta=dict(meta or {}), status_at=now)
 
@@ -72,9 +79,10 @@ class JobRows(StoreCore):
         values["meta"] = json.loads(values["meta"] or "{}")
         for name in ("claim", "progress", "reason", "log_tail"):
             values[name] = values[name] or ""
-        for name in ("submitted_at", "updated_at", "heartbeat_at", "status_at"):
+        for name in ("submitted_at", "updated_at", "heartbeat_at", "status_at", "not_before"):
             values[name] = values[name] or 0.0
-        values["attempts"] = values["attempts"] or 0
+        for name in ("attempts", "retries"):
+            values[name] = values[name] or 0
         return Job(**values)
 
     @staticmethod

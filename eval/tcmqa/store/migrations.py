@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from tcmqa.store import Store
 
 
+_JOBS_COLUMNS_6 = ("not_before", "retries")  # came with migration 6
+
+
 def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.Column]:
     """Fresh columns like ``table``'s, for an older version of it."""
     return [
@@ -54,7 +57,7 @@ def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.
 def _migration_1(conn: Connection, store: Store) -> None:
     """The original queue: jobs and results (an existing pre-versioning SQLite store is this version)."""
     legacy = sa.MetaData()
-    jobs = sa.Table("jobs", legacy, *_column_copies(jobs_t, leave_out={"status_at"}))
+    jobs = sa.Table("jobs", legacy, *_column_copies(jobs_t, leave_out={"status_at", *_JOBS_COLUMNS_6}))
     results = sa.Table("results", legacy, *_column_copies(results_t))
     _partial_index("one_live_job", jobs, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
     sa.Index("by_status", jobs.c.status, jobs.c.submitted_at)
@@ -145,10 +148,17 @@ def _migration_5(conn: Connection, store: Store) -> None:
         )
 
 
+def _migration_6(conn: Connection, store: Store) -> None:
+    """Transient failures: a released job waits until ``not_before`` (backoff) and counts them in ``retries``."""
+    conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN not_before DOUBLE PRECISION"))
+    conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0"))
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
     _migration_3,
     _migration_4,
     _migration_5,
+    _migration_6,
 ]  # version i+1 = MIGRATIONS[i]

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -74,16 +73,12 @@ class QueueStore(JobRows):
 
         The rate-limit count, the duplicate check and the insert are one serialized transaction.
         """
-        job = new_job(model, revision, protocol, user, meta)
         try:
             with self._write() as conn:
                 self._lock(conn, _SUBMIT_LOCK)
+                job = new_job(model, revision, protocol, user, meta, now=self._now(conn))
                 if rate_limit is not None:
-                    count = conn.execute(
-                        sa.select(sa.func.count())
-                        .select_from(jobs_t)
-                        .where(jobs_t.c.user == user, jobs_t.c.submitted_at >= job.submitted_at - rate_window_s)
-                    ).scalar_one()
+                    count = _count_since(conn, user, job.submitted_at - rate_window_s)
                     if count >= rate_limit:
                         raise RateLimited(count, rate_limit, rate_window_s)
                 live = self._live(conn, model, revision, protocol)
@@ -112,23 +107,32 @@ class QueueStore(JobRows):
             return self._live(conn, model, revision, protocol)
 
     def submitted_since(self, user: str, since: float) -> int:
-        query = sa.select(sa.func.count()).select_from(jobs_t).where(jobs_t.c.user == user)
         with self._read() as conn:
-            return conn.execute(query.where(jobs_t.c.submitted_at >= since)).scalar_one()
+            return _count_since(conn, user, since)
 
-    def _any(self, *where: Any) -> bool:
+    def submitted_within(self, user: str, window_s: float) -> int:
+        """The user's submissions in the last ``window_s`` s by the database's clock (the rate limit's count)."""
         with self._read() as conn:
-            return conn.execute(sa.select(jobs_t.c.id).where(*where).limit(1)).first() is not None
+            return _count_since(conn, user, self._now(conn) - window_s)
+
+    def _any(self, where: Callable[[float], tuple[Any, ...]]) -> bool:
+        """Whether a job matches ``where(now)`` by the database's clock; a read, so an idle poll takes no write lock."""
+        with self._read() as conn:
+            return conn.execute(sa.select(jobs_t.c.id).where(*where(self._now(conn))).limit(1)).first() is not None
+
+    def waiting(self) -> bool:
+        """Whether any job is PENDING, claimable now or after its backoff (a ``--once`` worker waits for it)."""
+        return self._any(lambda _now: (jobs_t.c.status == PENDING,))
 
     def claim(self, worker: str) -> Job | None:
         """Atomically move the oldest PENDING job to RUNNING for this worker, or return None."""
-        if not self._any(jobs_t.c.status == PENDING):  # an idle poll takes no write lock
+        if not self._any(_claimable):
             return None
         with self._write() as conn:
             row = (
                 conn.execute(
                     sa.select(jobs_t)
-                    .where(jobs_t.c.status == PENDING)
+                    .where(*_claimable(self._now(conn)))
                     .order_by(jobs_t.c.submitted_at, jobs_t.c.id)
                     .limit(1)
                     .with_for_update(skip_locked=True)  # PostgreSQL; SQLite holds its write lock already
@@ -138,7 +142,7 @@ class QueueStore(JobRows):
             )
             if row is None:
                 return None
-            now, job = time.time(), self._job(row)
+            now, job = self._now(conn), self._job(row)
             job = dataclasses.replace(
                 job,
                 status=RUNNING,
@@ -168,8 +172,8 @@ class QueueStore(JobRows):
 
     def heartbeat(self, job: Job, progress: str = "") -> bool:
         """Refresh the claim; False if this attempt no longer owns the job (stop working on it)."""
-        now = time.time()
         with self._write() as conn:
+            now = self._now(conn)
             return self._owned_update(conn, job, heartbeat_at=now, updated_at=now, progress=progress)
 
     def finish(self, job: Job, row: dict[str, Any], outputs: Collection[Path], probes: Collection[Path] = ()) -> bool:
@@ -181,7 +185,7 @@ class QueueStore(JobRows):
         parts = {outputs_t: _read_parts(outputs), probes_t: _read_parts(probes)}
         text = json.dumps(row, ensure_ascii=False, default=_jsonable)
         with self._write() as conn:
-            now = time.time()
+            now = self._now(conn)
             if not self._owned_update(conn, job, status=FINISHED, updated_at=now, status_at=now, progress="done"):
                 return False
             for table in (results_t, outputs_t, probes_t, publications_t):
@@ -197,21 +201,43 @@ class QueueStore(JobRows):
 
     def fail(self, job: Job, reason: str, log_tail: str = "") -> bool:
         """Mark FAILED with a reason the submitter can read; False if the claim was lost."""
-        now = time.time()
         with self._write() as conn:
+            now = self._now(conn)
             return self._owned_update(
                 conn, job, status=FAILED, updated_at=now, status_at=now, reason=reason, log_tail=log_tail
             )
 
+    def release(self, job: Job, reason: str, backoff_s: float) -> bool:
+        """Put a job that failed for a passing cause back to PENDING: its attempt is not counted, it waits
+        ``backoff_s`` seconds (by the database's clock) and ``retries`` counts it; False if the claim was lost."""
+        with self._write() as conn:
+            now = self._now(conn)
+            progress = f"waiting to retry: {reason}"
+            return self._owned_update(
+                conn,
+                job,
+                status=PENDING,
+                claim="",
+                attempts=job.attempts - 1,
+                retries=job.retries + 1,
+                not_before=now + backoff_s,
+                updated_at=now,
+                status_at=now,
+                progress=progress[:200],
+            )
+
     def requeue_stale(self, stale_after: float, max_attempts: int) -> list[Job]:
         """Re-queue RUNNING jobs whose heartbeat is older than ``stale_after`` s; FAIL those out of attempts."""
-        now = time.time()
-        silent = (jobs_t.c.status == RUNNING, jobs_t.c.heartbeat_at < now - stale_after)
-        if not self._any(*silent):  # the usual case takes no write lock
+        if not self._any(lambda now: _silent(now, stale_after)):
             return []
         changed = []
         with self._write() as conn:
-            rows = conn.execute(sa.select(jobs_t).where(*silent).with_for_update(skip_locked=True)).mappings().all()
+            now = self._now(conn)
+            rows = (
+                conn.execute(sa.select(jobs_t).where(*_silent(now, stale_after)).with_for_update(skip_locked=True))
+                .mappings()
+                .all()
+            )
             for row in rows:
                 old = self._job(row)
                 job = _stale_verdict(old, max_attempts, now)
@@ -231,6 +257,21 @@ class QueueStore(JobRows):
                 if result.rowcount == 1:
                     changed.append(job)
         return changed
+
+
+def _claimable(now: float) -> tuple[Any, ...]:
+    """PENDING and not waiting out a backoff, ``now`` being the database's time."""
+    return jobs_t.c.status == PENDING, sa.or_(jobs_t.c.not_before.is_(None), jobs_t.c.not_before <= now)
+
+
+def _silent(now: float, stale_after: float) -> tuple[Any, ...]:
+    """RUNNING with no heartbeat for ``stale_after`` s, ``now`` being the database's time."""
+    return jobs_t.c.status == RUNNING, jobs_t.c.heartbeat_at < now - stale_after
+
+
+def _count_since(conn: Connection, user: str, since: float) -> int:
+    query = sa.select(sa.func.count()).select_from(jobs_t).where(jobs_t.c.user == user)
+    return conn.execute(query.where(jobs_t.c.submitted_at >= since)).scalar_one()
 
 
 def _read_parts(paths: Collection[Path]) -> list[bytes]:

@@ -30,6 +30,8 @@ jobs_t = sa.Table(
     sa.Column("log_tail", _T),
     sa.Column("meta", _T),
     sa.Column("status_at", _F, nullable=False, server_default="0"),
+    sa.Column("not_before", _F),  # a PENDING job released by a transient failure waits until then (migration 6)
+    sa.Column("retries", sa.Integer, nullable=False, server_default="0"),  # its transient failures so far
 )
 results_t = sa.Table(
     "results",

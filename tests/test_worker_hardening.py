@@ -1,0 +1,188 @@
+"""The hosted worker's hardening (issue 19): one clock (the database's), transient failures, secrets.
+
+Real worker processes on a real SQLite file and a real PostgreSQL server (tests/postgres.py), with the
+stand-in harness of tests/stand_in.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from postgres import fresh_database
+from stand_in import STAND_IN
+
+from tcmqa import harness
+from tcmqa.harness import is_transient
+from tcmqa.store import FAILED, FINISHED, PENDING, RUNNING, SQLiteStore, open_store
+from tcmqa.worker import WorkerConfig, run_job
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+SKEW_S = 600.0
+# A worker whose own clock runs ten minutes fast: time.time is patched in its process, nowhere else.
+FAST_CLOCK = f"""
+import runpy, sys, time
+_real = time.time
+time.time = lambda: _real() + {SKEW_S}
+sys.argv = ["tcmqa", *sys.argv[1:]]
+runpy.run_module("tcmqa", run_name="__main__")
+"""
+
+
+@pytest.fixture(params=[pytest.param("sqlite", id="sqlite"), pytest.param("postgres", id="postgres")])
+def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty store of the parametrized kind."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store' / 'queue.sqlite'}"
+    return fresh_database(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    monkeypatch.setenv("STAND_IN_STARTS", str(tmp_path / "starts.txt"))
+    return f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}"
+
+
+def _worker(
+    spec: str, tmp_path: Path, command: str, *extra: str, launcher: list[str] | None = None
+) -> subprocess.Popen:
+    """A ``tcmqa worker`` process on ``spec``, its store URL passed in the environment (never argv)."""
+    argv = [*(launcher or [sys.executable, "-m", "tcmqa"]), "worker", "--data", "demo-tree"]
+    argv += ["--runs", str(tmp_path / "runs"), "--command", command, "--heartbeat-s", "0.3", "--poll-s", "0.1", *extra]
+    env = {**os.environ, "TCMQA_STORE": spec}
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _wait_for(predicate, timeout: float = 60.0, what: str = "the condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_clock_skew_fast_worker_requeues_no_healthy_job(
+    store_spec: str, tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_STEPS", "12")
+    monkeypatch.setenv("STAND_IN_SLEEP", "0.5")
+    store = open_store(store_spec)
+    job = store.submit("org/m", SHA, "v1", "u")
+    healthy = _worker(store_spec, tmp_path, stand_in, "--once")
+    _wait_for(lambda: store.get(job.id).status == RUNNING, what="the healthy worker's claim")
+    fast = tmp_path / "fast_clock.py"
+    fast.write_text(FAST_CLOCK)
+    skewed = _worker(store_spec, tmp_path, stand_in, "--stale-after-s", "3", launcher=[sys.executable, str(fast)])
+    try:
+        log = healthy.communicate(timeout=120)[0]
+    finally:
+        skewed.kill()
+        skewed_log = skewed.communicate()[0]
+    done = store.get(job.id)
+    assert (done.status, done.attempts) == (FINISHED, 1), log + skewed_log
+    assert len((tmp_path / "starts.txt").read_text().splitlines()) == 1  # never re-queued, never re-run
+    assert abs(done.heartbeat_at - time.time()) < 60  # the database's time, not the fast worker's
+    store.close()
+
+
+def _cfg(tmp_path: Path, command: str, **kw) -> WorkerConfig:
+    return WorkerConfig(data="demo-tree", runs=tmp_path / "runs", command=command, heartbeat_s=0.2, poll_s=0.1, **kw)
+
+
+def test_transient_harness_exit_requeues_without_an_attempt(
+    tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_NETWORK_FAILS", "1")
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("org/m", SHA, "v1", "u")
+    cfg = _cfg(tmp_path, stand_in, retry_backoff_s=1.0)
+    assert run_job(store, store.claim("w"), cfg) == PENDING
+    waiting = store.get(job.id)
+    assert (waiting.status, waiting.attempts, waiting.retries, waiting.claim) == (PENDING, 0, 1, "")
+    assert store.claim("w") is None and store.waiting()  # the backoff holds it back ...
+    time.sleep(1.1)
+    again = store.claim("w")  # ... then it is claimable, as its first counted attempt
+    assert again is not None and again.attempts == 1
+    assert run_job(store, again, cfg) == FINISHED
+    assert store.submitted_within("u", 3600) == 1  # one submission on the rate limit, however often retried
+
+
+def test_transient_permanent_failures_are_failed_at_once(
+    tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_FAIL", "1")  # CUDA out of memory: the model's own problem
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("org/m", SHA, "v1", "u")
+    assert run_job(store, store.claim("w"), _cfg(tmp_path, stand_in)) == FAILED
+    assert store.get(job.id).reason == "the harness exited with code 3"
+
+
+def test_transient_errors_are_told_apart() -> None:
+    class Response:
+        status_code = 503
+
+    class HubDown(Exception):
+        response = Response()
+
+    try:
+        try:
+            raise ConnectionError("huggingface.co unreachable")
+        except ConnectionError as err:
+            raise OSError("could not download the snapshot") from err
+    except OSError as wrapped:
+        assert is_transient(wrapped)  # found through the cause
+    assert is_transient(HubDown()) and is_transient(TimeoutError())
+    assert not is_transient(ValueError("chat template error")) and not is_transient(OSError("no such model"))
+
+
+def test_transient_the_harness_exits_75_when_the_hub_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    def hub_down(_args: object) -> int:
+        raise ConnectionError("huggingface.co unreachable")
+
+    monkeypatch.setattr(harness, "_main", hub_down)
+    assert harness.main(argparse.Namespace()) == harness.EXIT_TRANSIENT == 75
+
+
+def test_transient_a_stopped_worker_hands_its_job_back(
+    tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_STEPS", "20")
+    monkeypatch.setenv("STAND_IN_SLEEP", "0.3")
+    spec = f"sqlite:///{tmp_path / 's' / 'queue.sqlite'}"
+    store = open_store(spec)
+    job = store.submit("org/m", SHA, "v1", "u")
+    first = _worker(spec, tmp_path, stand_in)
+    _wait_for(lambda: (tmp_path / "runs").exists() and any((tmp_path / "runs").rglob("step-1")), what="a step")
+    first.send_signal(signal.SIGTERM)  # a preempted machine
+    assert first.wait(timeout=30) == 0
+    back = store.get(job.id)
+    assert (back.status, back.attempts, back.retries) == (PENDING, 0, 1)
+    second = _worker(spec, tmp_path, stand_in, "--once")
+    log = second.communicate(timeout=120)[0]
+    done = store.get(job.id)
+    assert (done.status, done.attempts) == (FINISHED, 1), log
+    _, second_start = (line.split() for line in (tmp_path / "starts.txt").read_text().splitlines())
+    assert int(second_start[3]) > 0  # resumed where the stopped one left off
+
+
+def test_outage_mid_job_finishes_later_with_no_attempt_counted(
+    tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_NETWORK_FAILS", "2")  # the Hub is down for the first two starts of each model
+    spec = f"sqlite:///{tmp_path / 's' / 'queue.sqlite'}"
+    store = open_store(spec)
+    jobs = [store.submit(f"org/m{i}", SHA, "v1", "u") for i in range(3)]
+    worker = _worker(spec, tmp_path, stand_in, "--once", "--retry-backoff-s", "0.2")
+    log = worker.communicate(timeout=180)[0]
+    assert worker.returncode == 0, log
+    for job in jobs:
+        done = store.get(job.id)
+        assert (done.status, done.attempts, done.retries) == (FINISHED, 1, 2), log
+    assert len(store.results()) == 3 and len((tmp_path / "starts.txt").read_text().splitlines()) == 9
