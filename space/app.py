@@ -33,6 +33,7 @@ from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
 from tcmqa.schema import CITATION, HOMEPAGE
 from tcmqa.store import Store, open_store
+from tcmqa.store.admin import NotAllowed
 from tcmqa.worker import LocalWorker
 
 ABOUT = """
@@ -92,8 +93,17 @@ def visitor_safe(fn: Handler) -> Handler:
     return guarded  # pyright: ignore[reportReturnType]
 
 
-def build_app(settings: Settings, store: Store | None = None, api: Any = None) -> gr.Blocks:
-    """The whole UI; ``store`` and ``api`` are injectable so tests run on a real store and a fake Hub."""
+def admin_account(settings: Settings, name: str, profile: gr.OAuthProfile | None) -> str | None:
+    """The caller's account if it is an admin (``TCMQA_ADMINS``): signed in when hosted, the typed name locally."""
+    account = (profile.username if profile else None) if settings.hosted else (name or "").strip()
+    return account if account and account in settings.practice_admins else None
+
+
+def build_app(
+    settings: Settings, store: Store | None = None, api: Any = None, publisher: Publisher | None = None
+) -> gr.Blocks:
+    """The whole UI; ``store`` and ``api`` are injectable so tests run on a real store and a fake Hub.
+    ``publisher``: the Hub publisher, through which an admin's withdrawal removes a published row."""
     store = store or open_store(settings.store)
     if api is None:
         from huggingface_hub import HfApi
@@ -169,6 +179,34 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
     @visitor_safe
     def show_log(job: str) -> str:
         return queue.job_log(store, job)
+
+    def admin_action(action: str) -> Callable[..., str]:
+        """An admin button's handler: ``action`` on the job, by an admin, with the reason recorded."""
+
+        def act(name: str, job: str, reason: str, profile: gr.OAuthProfile | None) -> str:
+            admin, job, reason = admin_account(settings, name, profile), (job or "").strip(), (reason or "").strip()
+            if admin is None:
+                return "❌ Admins only (TCMQA_ADMINS)."
+            if not job or (action != "requeue" and not reason):
+                return "❌ Enter the job id and a reason."
+            try:
+                if action == "cancel":
+                    done = store.cancel(job, admin, reason)
+                elif action == "requeue":
+                    done = store.requeue(job, admin)
+                elif publisher is not None:
+                    publisher.withdraw(job, admin, reason)
+                    done = store.get(job)
+                else:
+                    done = store.withdraw(job, admin, reason)
+            except NotAllowed as err:
+                return f"❌ {queue.escaped(str(err))}"
+            except Exception as err:
+                return f"❌ {reported(err, action)}"
+            return f"✅ {queue.job_markdown(store, done.id if done else job)}"
+
+        act.__name__ = f"admin_{action}"
+        return act
 
     with gr.Blocks(title="TCMQA leaderboard") as demo:
         gr.Markdown(
@@ -267,6 +305,24 @@ def build_app(settings: Settings, store: Store | None = None, api: Any = None) -
         with gr.Tab("Queue"):
             queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label="Evaluation requests")
             gr.on([demo.load, timer.tick], show_queue, None, queue_table, api_name="queue", show_progress="hidden")
+            with gr.Accordion("Admin actions (accounts in TCMQA_ADMINS)", open=False):
+                admin_name = gr.Textbox(
+                    label="Your account (local mode)", visible=not settings.hosted, elem_id="admin-account"
+                )
+                with gr.Row():
+                    admin_job = gr.Textbox(label="Job id", elem_id="admin-job")
+                    admin_reason = gr.Textbox(label="Reason (recorded with your account)", elem_id="admin-reason")
+                with gr.Row():
+                    buttons = {
+                        "cancel": gr.Button("Cancel (PENDING or RUNNING)", elem_id="admin-cancel"),
+                        "requeue": gr.Button("Re-queue (FAILED)", elem_id="admin-requeue"),
+                        "withdraw": gr.Button("Withdraw the published row", variant="stop", elem_id="admin-withdraw"),
+                    }
+                admin_note = gr.Markdown(elem_id="admin-note")
+            for action, button in buttons.items():
+                button.click(
+                    admin_action(action), [admin_name, admin_job, admin_reason], admin_note, api_name=f"admin_{action}"
+                )
         if settings.practice:
             with gr.Tab("Practitioners"):
                 practitioners_tab(settings, practice, demo)
@@ -782,10 +838,11 @@ def open_store_retrying(url: str, waits_s: tuple[float, ...] = (1, 2, 4, 8, 16, 
     return open_store(url)
 
 
-def start_publishing(settings: Settings, store: Store, api: Any, stop: threading.Event) -> list[threading.Thread]:
+def start_publishing(
+    settings: Settings, store: Store, publisher: Publisher, stop: threading.Event
+) -> list[threading.Thread]:
     """The one publisher of this store, in the background: first the rows published before (the board shows
     what it has and fills in), then finished jobs to the Hub, coalesced; practitioner configs likewise."""
-    publisher = Publisher(store, api, settings.results_repo, requests_repo=settings.requests_repo)
 
     def results() -> None:
         publisher.import_published()
@@ -825,8 +882,11 @@ def build_hosted(
     store = open_store_retrying(settings.store)
     if settings.start_worker:
         LocalWorker(settings.store, settings.data, shlex.split(settings.worker_args)).start()
-    threads = start_publishing(settings, store, api, stop or threading.Event()) if settings.publish else []
-    return build_app(settings, store, api), threads
+    if not settings.publish:
+        return build_app(settings, store, api), []
+    publisher = Publisher(store, api, settings.results_repo, requests_repo=settings.requests_repo)
+    threads = start_publishing(settings, store, publisher, stop or threading.Event())
+    return build_app(settings, store, api, publisher), threads
 
 
 def main() -> None:

@@ -72,6 +72,10 @@ ENDPOINTS: dict[str, str] = {
     "submit": "submit: a model submission's verdict and job id",
     "job": "the job's status markdown",
     "queue": "show_queue: the jobs table",
+    "job_log": "show_log: the end of a job's harness log, as text",
+    "admin_cancel": "admin_cancel: an admin cancels a job (admins only); the job's status markdown",
+    "admin_requeue": "admin_requeue: an admin re-queues a FAILED job (admins only); the job's status markdown",
+    "admin_withdraw": "admin_withdraw: an admin withdraws a published row (admins only); the job's status markdown",
     # The Practitioners tab: the caller's own current item without its answer; the report and the review
     # (answers, explanations, co-raters, models) only for a block the caller finished
     "practice_start": "start: sign in, confirm a licence, the caller's current item (no answer)",

@@ -38,10 +38,12 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from huggingface_hub import CommitOperationAdd
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
 from tcmqa.schema import RESULTS
+from tcmqa.store.admin import NotAllowed
+from tcmqa.store.jobs import FINISHED
 
 log = logging.getLogger("tcmqa.hub")
 T = TypeVar("T")
@@ -442,6 +444,30 @@ class Publisher:
                 return None
             log.info("imported %d of %d published result row(s) from %s", added, len(rows), self.repo_id)
             return added
+
+    def withdraw(self, job_id: str, admin: str, reason: str) -> str | None:
+        """Unpublish a finished job: one commit that removes its results, outputs and probes files (the reason
+        and the admin in its message), then the store's row (:meth:`tcmqa.store.admin.AdminStore.withdraw`).
+
+        The commit comes first: if the Hub refuses it, nothing changed and the error is raised. Returns the
+        commit, or None when nothing of the job was published yet.
+        """
+        with self._lock:  # never beside a publication of the same job
+            job = self.store.get(job_id)
+            if job is None or job.status != FINISHED:
+                raise NotAllowed(f"job {job_id} is {job.status if job else 'unknown'}, not FINISHED")
+            files = self._call(
+                lambda: self.api.list_repo_files(self.repo_id, repo_type="dataset"), f"list {self.repo_id}"
+            )
+            mine = (f"{RESULTS_DIR}/{job_id}.parquet", f"{OUTPUTS_DIR}/{job_id}-part-", f"{PROBES_DIR}/{job_id}-part-")
+            doomed = sorted(f for f in files if f.startswith(mine))
+            commit = None
+            if doomed:
+                message = f"Withdraw {job.model} (job {job_id}) by {admin}: {reason}"
+                commit = self._commit(self.repo_id, [CommitOperationDelete(f) for f in doomed], message)
+            self.store.withdraw(job_id, admin, reason)
+            log.info("withdrew job %s (%d file(s), commit %s): %s", job_id, len(doomed), commit, reason)
+            return commit
 
     # -- request statuses ------------------------------------------------------------------------
     def mirror_requests(self, force: bool = False) -> int:

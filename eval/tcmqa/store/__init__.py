@@ -37,6 +37,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from tcmqa.store.admin import AdminStore
 from tcmqa.store.core import _MIGRATE_LOCK, store_url
 from tcmqa.store.jobs import FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_job
 from tcmqa.store.migrations import MIGRATIONS
@@ -91,7 +92,7 @@ __all__ = [
 ]
 
 
-class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore):
+class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, AdminStore):
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 
     Each process opens its own ``Store`` (and so its own engine); every method is one short
