@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from postgres import fresh_database
 from stand_in import STAND_IN
 
@@ -186,3 +187,18 @@ def test_outage_mid_job_finishes_later_with_no_attempt_counted(
         done = store.get(job.id)
         assert (done.status, done.attempts, done.retries) == (FINISHED, 1, 2), log
     assert len(store.results()) == 3 and len((tmp_path / "starts.txt").read_text().splitlines()) == 9
+
+
+def test_postgres_timeouts_cut_a_hung_statement(postgres_url: str) -> None:
+    url = fresh_database(postgres_url)
+    store = open_store(url)
+    with store._read() as conn:
+        assert conn.execute(sa.text("SHOW statement_timeout")).scalar_one() == "2min"  # the default
+        assert conn.execute(sa.text("SHOW idle_in_transaction_session_timeout")).scalar_one() == "1min"
+    store.close()
+    short = open_store(url + "?options=-c%20statement_timeout%3D300")  # an operator's own, in the URL
+    started = time.monotonic()
+    with pytest.raises(sa.exc.OperationalError, match="statement timeout"), short._read() as conn:
+        conn.execute(sa.text("SELECT pg_sleep(30)"))
+    assert time.monotonic() - started < 10
+    short.close()

@@ -41,12 +41,26 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import types
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+_CREDENTIAL_URL = re.compile(r"//([^/@\s:]*):[^/@\s]*@")  # scheme://user:password@host
+_SECRET_NAME = re.compile(r"(?:^|[^a-z])(?:token|key|secret|password|passwd|credentials?|auth|apikey)(?:$|[^a-z])")
+
+
+def redact(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***`` (help text, logs)."""
+    return _CREDENTIAL_URL.sub(r"//\1:***@", text)
+
+
+def looks_secret(name: str, value: object = "") -> bool:
+    """Whether an option or variable carries a credential: a name like ``hf_token``/``API_KEY`` (but not
+    ``max_num_batched_tokens``), or a value holding a URL with a password."""
+    return bool(_SECRET_NAME.search(name.lower()) or _CREDENTIAL_URL.search(str(value)))
 
 
 def _scalar(annotation: Any) -> Any:
@@ -133,7 +147,7 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ..
             if key in meta:
                 kwargs[key] = meta[key]
         if default is not None and kwargs["help"]:
-            kwargs["help"] += f" (default: {default})"
+            kwargs["help"] += f" (default: {redact(str(default))})"
         parser.add_argument(flag, **kwargs)
 
 
@@ -143,10 +157,13 @@ def from_args(cls: type[T], args: argparse.Namespace, **overrides: Any) -> T:
     return cls(**{**values, **overrides})
 
 
-def to_argv(config: Any) -> list[str]:
-    """The flags that rebuild ``config`` (fields left at None, False or an empty dict are left out)."""
+def to_argv(config: Any, skip: tuple[str, ...] = ()) -> list[str]:
+    """The flags that rebuild ``config`` (fields left at None, False or an empty dict are left out, and ``skip``:
+    a secret such as the store URL goes to a child in its environment, never on its command line)."""
     argv: list[str] = []
     for field in dataclasses.fields(config):
+        if field.name in skip:
+            continue
         value = getattr(config, field.name)
         flag = _flag(field)
         if field.metadata.get("positional"):

@@ -21,6 +21,10 @@ permanent and the job is FAILED with the log's tail: a model that does not load,
 a results row that does not validate, a timeout. A worker that dies without a word (SIGKILL) cannot
 release its job: another worker re-queues it once the heartbeat is stale, and that does count an attempt
 (so a model that kills its worker cannot loop for ever).
+
+Secrets stay with the worker: its children (``--gpus`` workers, the Space's local worker) get the store
+URL in ``TCMQA_STORE``, never on a command line; help and logs show it without its password; the
+harness gets :func:`child_env`; engine args that look like credentials are refused (they are published).
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ import dataclasses
 import json
 import logging
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -55,6 +58,9 @@ from tcmqa.outputs import part_files
 from tcmqa.schema import HUB_ID, RESULTS
 from tcmqa.store import FAILED, FINISHED, Job, Store, open_store
 
+STORE_VARIABLE = "TCMQA_STORE"  # how a worker's children are given the store URL (it may hold a password)
+READ_TOKEN_VARIABLE = "TCMQA_HF_READ_TOKEN"  # a read-only Hub token, given to the harness for gated models only
+_CHILD_SECRETS = {STORE_VARIABLE, "DATABASE_URL", "PGPASSWORD", "PGPASSFILE"}  # credentials by another name
 PREEMPTED = {-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP}  # the harness stopped from outside: retry
 DEFAULT_COMMAND = "{python} -m tcmqa eval --model {model} --data {data} --out {out}"
 LOG_TAIL_CHARS = 4000
@@ -68,7 +74,7 @@ class WorkerConfig:
     store: str = dataclasses.field(
         default=".cache/space",
         metadata={
-            "env": "TCMQA_STORE",
+            "env": STORE_VARIABLE,
             "help": "the queue: a folder or sqlite:///path (embedded), or postgresql://user:pw@host/db (a worker pool)",
         },
     )
@@ -140,6 +146,13 @@ class WorkerConfig:
 
     def __post_init__(self) -> None:
         self.runs = Path(self.runs).expanduser()
+        secret = [key for key, value in self.engine_args.items() if flags.looks_secret(key, value)]
+        if secret:
+            raise ValueError(
+                f"--engine-arg {', '.join(secret)}: looks like a credential, and engine args are published with "
+                "every results row; give the engine its credentials in the environment instead "
+                "(TCMQA_HF_READ_TOKEN for gated models)"
+            )
 
 
 def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
@@ -183,7 +196,8 @@ class LocalWorker:
     """
 
     def __init__(self, store: str, data: str, extra_args: list[str] | None = None) -> None:
-        self.argv = [sys.executable, "-m", "tcmqa", "worker", "--store", store, "--data", data, *(extra_args or [])]
+        self.argv = [sys.executable, "-m", "tcmqa", "worker", "--data", data, *(extra_args or [])]
+        self.env = {**os.environ, STORE_VARIABLE: store}  # never on the command line, where ps shows it
         self.process: subprocess.Popen | None = None
         self.restarts = 0
         self._stop = threading.Event()
@@ -203,7 +217,7 @@ class LocalWorker:
         delay = 1.0
         while not self._stop.is_set():
             started = time.monotonic()
-            self.process = subprocess.Popen(self.argv, preexec_fn=die_with_parent)
+            self.process = subprocess.Popen(self.argv, env=self.env, preexec_fn=die_with_parent)
             code = self.process.wait()
             if self._stop.is_set():
                 return
@@ -213,6 +227,19 @@ class LocalWorker:
             logger.warning("the local worker exited with %s; restart %d in %.0f s", code, self.restarts, delay)
             self._stop.wait(delay)
             delay = min(delay * 2, 60.0)
+
+
+def child_env(job: Job, hub_cache: Path) -> dict[str, str]:
+    """The harness's environment: the worker's without any credential, since the harness loads untrusted
+    model files. No store URL and no write-scoped ``HF_TOKEN`` (nor the token file under ``HF_HOME``); a
+    gated model gets the read-only ``TCMQA_HF_READ_TOKEN`` as its ``HF_TOKEN``. The engine's variables
+    (``VLLM_*``, ``TORCH*``, ``OMP_*``), ``CUDA_VISIBLE_DEVICES``, locale, ``PATH`` and ``HOME`` pass."""
+    env = {k: v for k, v in os.environ.items() if k not in _CHILD_SECRETS and not flags.looks_secret(k, v)}
+    env |= {"HF_HUB_CACHE": str(hub_cache), "HF_TOKEN_PATH": str(hub_cache / "no-token")}
+    read_token = os.environ.get(READ_TOKEN_VARIABLE)
+    if job.meta.get("gated") and read_token:
+        env["HF_TOKEN"] = read_token
+    return env
 
 
 def _tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
@@ -254,7 +281,7 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     log = run_dir / "harness.log"
     argv = harness_command(cfg, job, run_dir) + (["--resume"] if resume else [])
     # Hub snapshots go inside the run folder, so pruning the folder frees the model's disk too.
-    env = {**os.environ, "HF_HUB_CACHE": str(run_dir / "hub-cache")}
+    env = child_env(job, run_dir / "hub-cache")
     with log.open("ab") as out:
         out.write(f"--- attempt {job.attempts}\n$ {shlex.join(argv)}\n".encode())
         out.flush()
@@ -402,8 +429,8 @@ def run_per_gpu(cfg: WorkerConfig) -> int:
     children = []
     for gpu in [g.strip() for g in (cfg.gpus or "").split(",") if g.strip()]:
         one = dataclasses.replace(cfg, gpus=None, name=f"{cfg.name or socket.gethostname()}-gpu{gpu}")
-        argv = [sys.executable, "-m", "tcmqa", "worker", *flags.to_argv(one)]
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+        argv = [sys.executable, "-m", "tcmqa", "worker", *flags.to_argv(one, skip=("store",))]
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu, STORE_VARIABLE: cfg.store}
         children.append(subprocess.Popen(argv, env=env, preexec_fn=die_with_parent))
     return next((code for code in (child.wait() for child in children) if code), 0)
 
@@ -418,7 +445,7 @@ def main(args: argparse.Namespace) -> int:
         return run_per_gpu(cfg)
     name = cfg.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
     _stop_on_sigterm()
-    logger.info("[%s] worker on %s, data %s", name, re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", cfg.store), cfg.data)
+    logger.info("[%s] worker on %s, data %s", name, flags.redact(cfg.store), cfg.data)
     try:
         work(open_store(cfg.store), cfg, name, once=cfg.once)
     except Stopped as stop:

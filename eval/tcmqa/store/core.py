@@ -21,6 +21,12 @@ from sqlalchemy.engine import Connection, Engine
 
 _SUBMIT_LOCK = 0x74636D71  # PostgreSQL advisory lock keys ("tcmq")
 _MIGRATE_LOCK = _SUBMIT_LOCK + 1
+# PostgreSQL: a dead server, a hung statement or a transaction left open must not stall a worker past its own
+# time limits. Set in the URL to change them (libpq's own parameters): ?connect_timeout=5 or
+# ?options=-c statement_timeout=30000 -c idle_in_transaction_session_timeout=30000 (milliseconds).
+PG_CONNECT_TIMEOUT_S = 10
+PG_STATEMENT_TIMEOUT_MS = 120_000
+PG_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000
 
 
 def store_url(spec: str | os.PathLike) -> str:
@@ -44,6 +50,19 @@ def _cache_root() -> Path:
     return Path(os.environ.get("TCMQA_CACHE") or Path.home() / ".cache" / "tcmqa")
 
 
+def _pg_timeouts(url: sa.engine.URL) -> dict[str, Any]:
+    """The connect, statement and idle-in-transaction timeouts, unless the URL sets its own."""
+    args: dict[str, Any] = {}
+    if "connect_timeout" not in url.query:
+        args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+    if "options" not in url.query:
+        args["options"] = (
+            f"-c statement_timeout={PG_STATEMENT_TIMEOUT_MS} "
+            f"-c idle_in_transaction_session_timeout={PG_IDLE_IN_TRANSACTION_TIMEOUT_MS}"
+        )
+    return args
+
+
 class StoreCore:
     """One store's database: its URL, dialect, engines and cache folder (see :class:`tcmqa.store.Store`)."""
 
@@ -65,7 +84,12 @@ class StoreCore:
             where = hashlib.sha1(parsed.render_as_string(hide_password=True).encode()).hexdigest()[:12]
             self.cache_dir = Path(cache_dir or _cache_root() / "store-outputs" / where).expanduser()
             self._writer = self._reader = sa.create_engine(
-                self.url, pool_pre_ping=True, pool_size=4, max_overflow=16, pool_recycle=1800
+                self.url,
+                pool_pre_ping=True,
+                pool_size=4,
+                max_overflow=16,
+                pool_recycle=1800,
+                connect_args=_pg_timeouts(parsed),
             )
         else:
             raise ValueError(f"{self.url}: only sqlite and postgresql stores are supported")
