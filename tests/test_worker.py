@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from tcmqa.schema import PROBES
 from tcmqa.store import FAILED, FINISHED, RUNNING, SQLiteStore
-from tcmqa.worker import WorkerConfig, _progress, harness_command, run_job, work
+from tcmqa.worker import WorkerConfig, _progress, harness_command, run_folder, run_job, work
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -212,7 +212,7 @@ def test_run_folders_are_pruned_to_the_newest(tmp_path: Path, stand_in: str) -> 
     store = SQLiteStore(tmp_path / "s")
     jobs = [store.submit(f"org/m{i}", SHA, "v1", "u") for i in range(4)]
     assert work(store, _cfg(tmp_path, stand_in, keep_runs=2), "w", once=True) == 4
-    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted(j.id for j in jobs[-2:])
+    assert sorted((tmp_path / "runs").iterdir()) == sorted(run_folder(tmp_path / "runs", j) for j in jobs[-2:])
     assert len(store.results()) == 4 and len(store.outputs_files()) == 4  # the store keeps the record
 
 
@@ -239,7 +239,7 @@ def test_sigkill_mid_job_rerun_recorded_once(tmp_path: Path, stand_in: str, monk
     job = store.submit("org/m", SHA, "v1", "u")
     first = _spawn_worker(store_dir, tmp_path, stand_in)
     deadline = time.time() + 60
-    while not (_starts(tmp_path) and (tmp_path / "runs" / job.id / "step-1").exists()):
+    while not (_starts(tmp_path) and (run_folder(tmp_path / "runs", job) / "step-1").exists()):
         assert time.time() < deadline, "the first worker never started the harness"
         time.sleep(0.1)
     first.send_signal(signal.SIGKILL)

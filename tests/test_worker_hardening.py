@@ -22,7 +22,7 @@ from stand_in import STAND_IN
 from tcmqa import harness
 from tcmqa.harness import is_transient
 from tcmqa.store import FAILED, FINISHED, PENDING, RUNNING, SQLiteStore, open_store
-from tcmqa.worker import WorkerConfig, run_job
+from tcmqa.worker import WorkerConfig, hosted_by_environment, run_folder, run_job
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 SKEW_S = 600.0
@@ -202,3 +202,41 @@ def test_postgres_timeouts_cut_a_hung_statement(postgres_url: str) -> None:
         conn.execute(sa.text("SELECT pg_sleep(30)"))
     assert time.monotonic() - started < 10
     short.close()
+
+
+def test_hosted_worker_refuses_limit_and_local_folders(tmp_path: Path, stand_in: str) -> None:
+    with pytest.raises(ValueError, match="partial row"):
+        WorkerConfig(hosted=True, limit=5)
+    assert hosted_by_environment({"SPACE_ID": "org/space"}) and hosted_by_environment({"TCMQA_HOSTED": "1"})
+    assert not hosted_by_environment({"TCMQA_HOSTED": "0"}) and not hosted_by_environment({})
+    store = SQLiteStore(tmp_path / "s")
+    job = store.submit("my-model", SHA, "v1", "u", {"path": str(tmp_path / "my-model")})
+    assert run_job(store, store.claim("w"), _cfg(tmp_path, stand_in, hosted=True)) == FAILED
+    assert "upload the model to the Hub" in store.get(job.id).reason
+    assert not (tmp_path / "starts.txt").exists()  # never started
+
+
+def test_hosted_flag_defaults_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tcmqa import flags
+
+    monkeypatch.setenv("SPACE_ID", "org/space")
+    parser = argparse.ArgumentParser()
+    flags.add_flags(parser, WorkerConfig)
+    assert flags.from_args(WorkerConfig, parser.parse_args([])).hosted
+    assert not flags.from_args(WorkerConfig, parser.parse_args(["--no-hosted", "--limit", "3"])).hosted
+
+
+def test_a_resubmitted_model_resumes_its_earlier_run(
+    tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_STEPS", "6")
+    monkeypatch.setenv("STAND_IN_SLEEP", "0.3")
+    store = SQLiteStore(tmp_path / "s")
+    first = store.submit("org/m", SHA, "v1", "u")
+    assert run_job(store, store.claim("w"), _cfg(tmp_path, stand_in, timeout_s=1.2)) == FAILED  # a few steps
+    again = store.submit("org/m", SHA, "v1", "u")  # the submitter tries again
+    assert again.id != first.id
+    assert run_job(store, store.claim("w"), _cfg(tmp_path, stand_in)) == FINISHED
+    _, second = ((tmp_path / "starts.txt").read_text().splitlines()[i].split() for i in (0, 1))
+    assert int(second[3]) > 0  # resumed the failed job's run, not from zero
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_folder(tmp_path / "runs", again).name]

@@ -138,8 +138,10 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ..
             parser.add_argument(field.name, type=Path if kind is Path else kind, help=meta.get("help"),
                                 metavar=meta.get("metavar", field.name.upper()))  # fmt: skip
             continue
-        if kind is bool:
-            parser.add_argument(flag, action="store_true", **kwargs)
+        if kind is bool:  # a switch; one on by default (from the environment) can be turned off with --no-...
+            on = field.default_factory() if field.default_factory is not dataclasses.MISSING else bool(field.default)
+            action = argparse.BooleanOptionalAction if on else "store_true"
+            parser.add_argument(flag, action=action, default=on, **kwargs)
             continue
         required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
         kwargs.update(type=Path if kind is Path else kind, default=default, required=required and default is None)

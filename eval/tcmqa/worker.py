@@ -33,9 +33,11 @@ import argparse
 import atexit
 import ctypes
 import dataclasses
+import hashlib
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -45,6 +47,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -143,9 +146,21 @@ class WorkerConfig:
     name: str | None = dataclasses.field(
         default=None, metadata={"help": "worker name in claims (default host-pid-random)"}
     )
+    hosted: bool = dataclasses.field(
+        default_factory=lambda: hosted_by_environment(os.environ),
+        metadata={
+            "help": "a leaderboard's worker, whose rows are published: refuses --limit and local-folder jobs "
+            "(default: on in a Space, SPACE_ID, or with TCMQA_HOSTED=1)"
+        },
+    )
 
     def __post_init__(self) -> None:
         self.runs = Path(self.runs).expanduser()
+        if self.hosted and self.limit:
+            raise ValueError(
+                "--limit on a hosted worker would publish a partial row as the model's result; run smoke tests "
+                "on a worker of your own (--no-hosted, or unset SPACE_ID and TCMQA_HOSTED)"
+            )
         secret = [key for key, value in self.engine_args.items() if flags.looks_secret(key, value)]
         if secret:
             raise ValueError(
@@ -153,6 +168,18 @@ class WorkerConfig:
                 "every results row; give the engine its credentials in the environment instead "
                 "(TCMQA_HF_READ_TOKEN for gated models)"
             )
+
+
+def hosted_by_environment(environ: Mapping[str, str]) -> bool:
+    """Whether this worker serves a hosted leaderboard: inside a Space, or told so by ``TCMQA_HOSTED``."""
+    return bool(environ.get("SPACE_ID")) or environ.get("TCMQA_HOSTED", "").lower() not in ("", "0", "false", "no")
+
+
+def run_folder(runs: Path, job: Job) -> Path:
+    """A job's run folder, keyed by what it evaluates (model, revision, protocol) rather than by job id, so a
+    resubmission of a model whose run failed (a timeout after hours) resumes that run instead of starting over."""
+    key = hashlib.sha256(f"{job.model}\n{job.revision}\n{job.protocol}".encode()).hexdigest()[:12]
+    return runs / f"{re.sub(r'[^A-Za-z0-9._-]+', '--', job.model)[-80:]}-{key}"
 
 
 def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
@@ -275,7 +302,11 @@ def _results_row(run_dir: Path, job: Job) -> dict[str, Any]:
 
 def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     """Run one claimed job to FINISHED, FAILED or (claim lost) abandoned; return which."""
-    run_dir = cfg.runs / job.id  # every attempt of a job shares it, so a later attempt resumes
+    if cfg.hosted and job.meta.get("path"):
+        reason = "a hosted leaderboard does not evaluate local folders: upload the model to the Hub and submit its id"
+        store.fail(job, reason)
+        return "FAILED"
+    run_dir = run_folder(cfg.runs, job)  # every attempt (and resubmission) shares it, so a later one resumes
     resume = (run_dir / RUN_MANIFEST).exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "harness.log"
@@ -384,11 +415,8 @@ def prune_runs(store: Store, runs: Path, keep: int) -> list[Path]:
     Several workers may share ``runs`` (``--gpus``): a RUNNING or PENDING job's folder is never touched,
     since its next attempt resumes from it.
     """
-    ended = []
-    for folder in (p for p in runs.iterdir() if p.is_dir()):
-        job = store.get(folder.name)
-        if job is None or job.status in (FINISHED, FAILED):
-            ended.append(folder)
+    live = {run_folder(runs, job) for job in store.jobs() if job.status not in (FINISHED, FAILED)}
+    ended = [p for p in runs.iterdir() if p.is_dir() and p not in live]
     folders = sorted(ended, key=lambda p: p.stat().st_mtime)
     removed = folders[: max(0, len(folders) - keep)]
     for folder in removed:
