@@ -112,7 +112,9 @@ def build_app(
     policy = settings.policy()
     # the study read from its pinned source, the Space's pseudonym key, N raters, admins (Settings owns them)
     practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
-    board = board_lib.Board(store, practice=practice if settings.practice else None)
+    board = board_lib.Board(
+        store, data_fingerprint=served_fingerprint(settings.data), practice=practice if settings.practice else None
+    )
     # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
     explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
 
@@ -825,6 +827,16 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
     pause_button.click(pause, [name, item_id], screen_outputs, api_name="practice_pause")
     heartbeat_timer.tick(heartbeat, [name, item_id], None, api_name=False, show_progress="hidden")
     next_button.click(next_block, name, screen_outputs, api_name="practice_next")
+
+
+def served_fingerprint(data: str) -> str | None:
+    """The served data's fingerprint, the board's comparable group (read once, at start); None (logged: the
+    board then falls back to the rows' majority) when the corpus cannot be read."""
+    try:
+        return board_lib.served_fingerprint(data)
+    except Exception as err:
+        reported(err, f"reading the served corpus {data}")
+        return None
 
 
 def open_store_retrying(url: str, waits_s: tuple[float, ...] = (1, 2, 4, 8, 16, 30)) -> Store:

@@ -21,6 +21,7 @@ from fakehub import FakeHub
 from gradio_client import Client
 
 from tcmqa.data import load_config
+from tcmqa.harness import data_fingerprint
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import OUTPUTS
@@ -202,7 +203,7 @@ def evaluated_model(
         "human_reference": 60.0,
         "delta_human": -10.0,
         "protocol": PROTOCOL,
-        "data_fingerprint": "fp",
+        "data_fingerprint": data_fingerprint([item for item in corpus if not item.get("flagged")]),
         "coverage": 100.0,
         "revision": "a" * 40,
     } | row

@@ -241,3 +241,27 @@ def test_secrets_in_pages_never_reach_a_visitor(
     ids = {text.split("(error ")[1][:6] for text in seen if "(error " in text}
     logged = "\n".join(r.getMessage() for r in records)
     assert ids and all(i in logged for i in ids) and "hunter2" in logged  # the operator's log has it all
+
+
+def test_serve_honours_tcmqa_store_and_never_shows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tcmqa serve` runs on $TCMQA_STORE like the app (``--store`` wins); its help shows no URL."""
+    import argparse
+    import os
+    import runpy
+
+    from tcmqa import serve
+
+    url = "postgresql://tcmqa:hunter2@db.internal.example/tcmqa"
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # serve sets the app's variables: none leaks out
+    monkeypatch.setenv("TCMQA_STORE", url)
+    seen: list[str] = []
+    monkeypatch.setattr(runpy, "run_path", lambda *a, **k: seen.append(os.environ["TCMQA_STORE"]))
+    parser = argparse.ArgumentParser()
+    serve.add_arguments(parser)
+    assert serve.main(parser.parse_args(["--app", str(APP)])) == 0
+    assert serve.main(parser.parse_args(["--app", str(APP), "--store", "/tmp/s"])) == 0
+    monkeypatch.delenv("TCMQA_STORE")
+    assert serve.main(parser.parse_args(["--app", str(APP)])) == 0
+    assert seen == [url, "/tmp/s", serve.DEFAULT_STORE]
+    monkeypatch.setenv("TCMQA_STORE", url)
+    assert "hunter2" not in parser.format_help()

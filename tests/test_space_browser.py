@@ -18,7 +18,15 @@ import pandas as pd
 from space_fixtures import BROWSER, SHOTS, hub_models, launch, local_settings, open_chromium
 from stand_in import STAND_IN
 
-from tcmqa.leaderboard.board import COMPARABLE, FULL_CI, PARTIAL, SEPARATION, SUBSET_CI, UNKNOWN_DATA
+from tcmqa.leaderboard.board import (
+    COMPARABLE,
+    FULL_CI,
+    PARTIAL,
+    SEPARATION,
+    SUBSET_CI,
+    UNKNOWN_DATA,
+    served_fingerprint,
+)
 from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import RESULTS
 from tcmqa.store import SQLiteStore
@@ -126,7 +134,7 @@ def test_a_partial_run_and_a_full_run_of_one_model_are_shown_apart(tmp_path: Pat
         "protocol": PROTOCOL,
         "engine": "vllm",
         "data": str(demo_tree),
-        "data_fingerprint": "f" * 16,
+        "data_fingerprint": served_fingerprint(str(demo_tree)),
         "n_corpus": 1000,
         "human_reference": 70.0,
     }
@@ -197,7 +205,7 @@ def test_the_board_shows_intervals_separation_marks_and_chosen_probe_columns(tmp
             protocol=PROTOCOL,
             engine="vllm",
             data=str(demo_tree),
-            data_fingerprint="f" * 16,
+            data_fingerprint=served_fingerprint(str(demo_tree)),
             n_corpus=len(ids),
             n=len(ids),
             coverage=100.0,
