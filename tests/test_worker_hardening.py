@@ -7,6 +7,7 @@ stand-in harness of tests/stand_in.py.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -22,7 +23,7 @@ from stand_in import STAND_IN
 from tcmqa import harness
 from tcmqa.harness import is_transient
 from tcmqa.store import FAILED, FINISHED, PENDING, RUNNING, SQLiteStore, open_store
-from tcmqa.worker import WorkerConfig, hosted_by_environment, run_folder, run_job
+from tcmqa.worker import WorkerConfig, evict_models, hosted_by_environment, hub_cache_folder, run_folder, run_job
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 SKEW_S = 600.0
@@ -240,3 +241,32 @@ def test_a_resubmitted_model_resumes_its_earlier_run(
     _, second = ((tmp_path / "starts.txt").read_text().splitlines()[i].split() for i in (0, 1))
     assert int(second[3]) > 0  # resumed the failed job's run, not from zero
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_folder(tmp_path / "runs", again).name]
+
+
+def test_transient_retry_reuses_the_models_cache(
+    tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_NETWORK_FAILS", "1")
+    monkeypatch.setenv("STAND_IN_DUMP", str(tmp_path / "child.json"))
+    store = SQLiteStore(tmp_path / "s")
+    store.submit("org/m", SHA, "v1", "u")
+    cfg = _cfg(tmp_path, stand_in, retry_backoff_s=0.0, models_cache=tmp_path / "models")
+    assert run_job(store, store.claim("w"), cfg) == PENDING
+    first = json.loads((tmp_path / "child.json").read_text())["env"]["HF_HUB_CACHE"]
+    assert run_job(store, store.claim("w"), cfg) == FINISHED
+    assert json.loads((tmp_path / "child.json").read_text())["env"]["HF_HUB_CACHE"] == first == str(tmp_path / "models")
+
+
+def test_the_models_cache_evicts_the_least_recently_used(tmp_path: Path) -> None:
+    cache = tmp_path / "models"
+    for age, model in enumerate(["org/new", "org/mid", "org/old", "org/running"]):
+        folder = hub_cache_folder(cache, model)
+        (folder / "blobs").mkdir(parents=True)
+        (folder / "blobs" / "weights").write_bytes(b"x" * 1000)
+        (folder / "snapshots").mkdir()
+        (folder / "snapshots" / "weights").symlink_to(folder / "blobs" / "weights")  # counts nothing
+        os.utime(folder, (time.time() - 100 * age, time.time() - 100 * age))
+    removed = evict_models(cache, 2000, in_use=["org/running"])
+    assert removed == [hub_cache_folder(cache, "org/old"), hub_cache_folder(cache, "org/mid")]
+    assert sorted(p.name for p in cache.iterdir()) == ["models--org--new", "models--org--running"]
+    assert evict_models(cache, 2000) == []

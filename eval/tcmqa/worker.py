@@ -8,7 +8,9 @@ attempt resumes the run folder the last one left (``tcmqa eval --resume``), so a
 chunk. The harness also runs the probes (``--probes``: rotations and the option-order test, in the same
 engine load, resumed like the evaluation) unless ``--skip-probes``; the store records their parts beside
 the outputs, and the publisher commits both with the results row. The store's parts are the record:
-run folders (and the model snapshots inside them) are pruned to the newest ``keep_runs``. Store errors
+run folders are pruned to the newest ``keep_runs``. Model snapshots are not in them: each worker has one
+Hub cache (``models_cache``), shared by attempts and jobs, so a retry never downloads the model again;
+the least recently used models are evicted once it holds more than ``models_cache_bytes``. Store errors
 are logged and retried, never fatal.
 
 Failures are transient or permanent. Transient ones are not the submitter's fault and cost no attempt:
@@ -47,7 +49,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +61,7 @@ from tcmqa.harness import EXIT_TRANSIENT
 from tcmqa.outputs import MANIFEST as RUN_MANIFEST
 from tcmqa.outputs import part_files
 from tcmqa.schema import HUB_ID, RESULTS
-from tcmqa.store import FAILED, FINISHED, Job, Store, open_store
+from tcmqa.store import FAILED, FINISHED, RUNNING, Job, Store, open_store
 
 STORE_VARIABLE = "TCMQA_STORE"  # how a worker's children are given the store URL (it may hold a password)
 READ_TOKEN_VARIABLE = "TCMQA_HF_READ_TOKEN"  # a read-only Hub token, given to the harness for gated models only
@@ -138,6 +140,14 @@ class WorkerConfig:
     keep_runs: int = dataclasses.field(
         default=3, metadata={"help": "run folders (with their model snapshots) kept after their job ends"}
     )
+    models_cache: Path = dataclasses.field(
+        default=Path(".cache/space-models"),
+        metadata={"env": "TCMQA_MODELS_CACHE", "help": "the Hub cache of model snapshots, shared by every job"},
+    )
+    models_cache_bytes: int = dataclasses.field(
+        default=200 * 2**30,
+        metadata={"help": "bytes of snapshots the models cache keeps; least recently used models are evicted"},
+    )
     gpus: str | None = dataclasses.field(
         default=None,
         metadata={"help": "comma-separated GPU ids: one worker process per GPU, pinned with CUDA_VISIBLE_DEVICES"},
@@ -156,6 +166,7 @@ class WorkerConfig:
 
     def __post_init__(self) -> None:
         self.runs = Path(self.runs).expanduser()
+        self.models_cache = Path(self.models_cache).expanduser()
         if self.hosted and self.limit:
             raise ValueError(
                 "--limit on a hosted worker would publish a partial row as the model's result; run smoke tests "
@@ -311,8 +322,10 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "harness.log"
     argv = harness_command(cfg, job, run_dir) + (["--resume"] if resume else [])
-    # Hub snapshots go inside the run folder, so pruning the folder frees the model's disk too.
-    env = child_env(job, run_dir / "hub-cache")
+    if not job.meta.get("path"):  # most recently used: evicted last
+        hub_cache_folder(cfg.models_cache, job.model).mkdir(parents=True, exist_ok=True)
+        os.utime(hub_cache_folder(cfg.models_cache, job.model))
+    env = child_env(job, cfg.models_cache)
     with log.open("ab") as out:
         out.write(f"--- attempt {job.attempts}\n$ {shlex.join(argv)}\n".encode())
         out.flush()
@@ -424,6 +437,37 @@ def prune_runs(store: Store, runs: Path, keep: int) -> list[Path]:
     return removed
 
 
+def hub_cache_folder(cache: Path, model: str) -> Path:
+    """Where the Hub library keeps ``model``'s snapshots in ``cache`` (``models--org--name``)."""
+    return cache / ("models--" + model.replace("/", "--"))
+
+
+def evict_models(cache: Path, limit_bytes: int, in_use: Collection[str] = ()) -> list[Path]:
+    """Remove the least recently used models until ``cache`` holds at most ``limit_bytes``; returns them.
+
+    A model that a RUNNING job uses (``in_use``, on any worker sharing the cache) is never removed.
+    """
+    folders = sorted((p for p in cache.glob("models--*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    sizes = {folder: _disk_bytes(folder) for folder in folders}
+    total, keep = sum(sizes.values()), {hub_cache_folder(cache, model) for model in in_use}
+    removed = []
+    for folder in folders:
+        if total <= limit_bytes:
+            break
+        if folder not in keep:
+            shutil.rmtree(folder, ignore_errors=True)
+            total -= sizes[folder]
+            removed.append(folder)
+    if removed:
+        logger.info("evicted %d model(s) from %s to stay under %d bytes", len(removed), cache, limit_bytes)
+    return removed
+
+
+def _disk_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder``; symbolic links (the snapshots' links to blobs) count nothing."""
+    return sum(p.lstat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
 def work(store: Store, cfg: WorkerConfig, name: str, once: bool = False) -> int:
     """Poll, requeue stale jobs, claim and run; with ``once``, stop when no job is PENDING (backoffs included).
 
@@ -444,6 +488,8 @@ def work(store: Store, cfg: WorkerConfig, name: str, once: bool = False) -> int:
             logger.info("[%s] running %s %s@%s (attempt %d)", name, job.id, job.model, job.revision[:12], job.attempts)
             logger.info("[%s] %s %s", name, job.id, run_job(store, job, cfg))
             prune_runs(store, cfg.runs, cfg.keep_runs)
+            running = [j.model for j in store.jobs() if j.status == RUNNING]
+            evict_models(cfg.models_cache, cfg.models_cache_bytes, running)
             done, failures = done + 1, 0
         except Exception:
             failures += 1
