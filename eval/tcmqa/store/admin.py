@@ -10,7 +10,6 @@ removed by :meth:`tcmqa.hub.Publisher.withdraw`, which calls this after its comm
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,7 +28,7 @@ class AdminStore(JobRows):
         self, conn: Connection, job_id: str, allowed: tuple[str, ...], status: str, reason: str, **values: Any
     ) -> Job:
         """Move the job from one of ``allowed`` to ``status`` with ``reason``; the job as it now is."""
-        now = time.time()
+        now = self._now(conn)  # the database's clock, like every queue time
         row = conn.execute(sa.select(jobs_t).where(jobs_t.c.id == job_id)).mappings().first()
         if row is None or row["status"] not in allowed:
             raise NotAllowed(f"job {job_id} is {row['status'] if row else 'unknown'}, not {' or '.join(allowed)}")
