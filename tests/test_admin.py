@@ -9,19 +9,28 @@ from pathlib import Path
 import pytest
 from fakehub import FakeHub
 from gradio_client import Client
+from postgres import fresh_database
 from space_fixtures import SHA, evaluated_model, hub_models, launch, local_settings
 
 from tcmqa.hub import Publisher
 from tcmqa.prompts import PROTOCOL
 from tcmqa.publish import publish
-from tcmqa.store import FAILED, FINISHED, PENDING, SQLiteStore
+from tcmqa.store import FAILED, FINISHED, PENDING, SQLiteStore, Store, open_store
 from tcmqa.store.admin import NotAllowed
 
 REPO = "org/TCMQA"
 
 
-def test_cancel_requeue_and_their_refusals(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "store")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    """A real store of each kind (the admin actions are one SQL transaction on both)."""
+    if request.param == "sqlite":
+        return SQLiteStore(tmp_path / "store")
+    return open_store(fresh_database(request.getfixturevalue("postgres_url")), cache_dir=tmp_path / "cache")
+
+
+def test_cancel_requeue_and_their_refusals(any_store: Store) -> None:
+    store = any_store
     pending = store.submit("org/a", "1" * 40, PROTOCOL, "u")
     store.submit("org/b", "2" * 40, PROTOCOL, "u")
     cancelled = store.cancel(pending.id, "boss", "spam")
