@@ -414,6 +414,32 @@ def test_a_store_of_the_previous_schema_version_is_upgraded(
     assert (claimed.not_before, claimed.retries) == (0.0, 0)  # migration 6's columns, empty on old jobs
 
 
+def test_a_store_of_schema_version_1_is_upgraded_in_place(
+    url: str, tmp_path: Path, opened: list[Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every migration in turn on both databases: a PENDING job of version 1 is claimable and finishes."""
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:1])
+    old = Store(url, cache_dir=tmp_path / "old")
+    opened.append(old)
+    assert old.schema_version() == 1
+    with old._write() as conn:  # what version 1's submit wrote
+        conn.execute(
+            sa.text(
+                'INSERT INTO jobs (id, model, revision, protocol, "user", status, submitted_at, updated_at, attempts, '
+                "meta) VALUES ('j1', 'org/a', :sha, 'v1', 'alice', 'PENDING', 1.0, 1.0, 0, '{}')"
+            ),
+            {"sha": SHA},
+        )
+    monkeypatch.undo()
+    new = Store(url, cache_dir=tmp_path / "new")
+    opened.append(new)
+    assert new.schema_version() == len(MIGRATIONS)
+    claimed = new.claim("w")
+    assert claimed is not None and (claimed.id, claimed.attempts, claimed.retries) == ("j1", 1, 0)
+    assert new.finish(claimed, _row("org/a"), _outputs(tmp_path, "org/a"))
+    assert new.results() == [_row("org/a")]
+
+
 def test_open_store(tmp_path: Path, opened: list[Store]) -> None:
     local = open_store(str(tmp_path / "s"))
     opened.append(local)
