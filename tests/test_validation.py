@@ -47,6 +47,7 @@ def test_each_refusal_has_its_message(store: SQLiteStore, model: str, revision: 
 def test_accepted_pinned_to_sha(store: SQLiteStore, model: str, revision: str, sha: str) -> None:
     accepted = validate(model, revision, user="local", api=hub_models(), store=store, policy=LOCAL)
     assert (accepted.model, accepted.revision, accepted.params_b) == (model, sha, 0.27)
+    assert accepted.meta().get("gated", False) == (model == "org/gated-ok")  # the worker's cue for a read token
 
 
 def test_the_hubs_spelling_of_the_id_is_stored_so_case_cannot_dodge_duplicates(store: SQLiteStore) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +85,11 @@ class Accepted:
     params_b: float
     family: str
     path: str | None = None
+    gated: bool = False  # the worker gives the harness a read token for gated models only
 
     def meta(self) -> dict[str, Any]:
         meta = {"params_b": self.params_b, "family": self.family}
-        return meta | ({"path": self.path} if self.path else {})
+        return meta | ({"path": self.path} if self.path else {}) | ({"gated": True} if self.gated else {})
 
 
 def submitter(profile: Any, policy: Policy) -> str:
@@ -106,7 +106,7 @@ def validate(model_id: str, revision: str, *, user: str, api: Any, store: Store,
     model_id, revision = (model_id or "").strip(), (revision or "").strip()
     if not model_id:
         raise Rejected("Enter a model id, e.g. Qwen/Qwen2.5-0.5B-Instruct.")
-    if policy.hosted and store.submitted_since(user, time.time() - policy.rate_window_s) >= policy.rate_limit:
+    if policy.hosted and store.submitted_within(user, policy.rate_window_s) >= policy.rate_limit:
         raise Rejected(_rate_limit_message(policy))  # cheap early answer; enqueue enforces it atomically
     if model_id.startswith(LOCAL_PREFIXES) or Path(model_id).is_dir():
         if policy.hosted:
@@ -187,7 +187,7 @@ def _check_hub(model_id: str, revision: str, api: Any, policy: Policy) -> Accept
     tokenizer_config = _hub_tokenizer_config(api, model_id, sha) if "tokenizer_config.json" in files else {}
     _check_tokenizer(model_id, files, tokenizer_config)
     _check_architecture(model_id, config)
-    return Accepted(model_id, sha, params_b, _family(model_id, config))
+    return Accepted(model_id, sha, params_b, _family(model_id, config), gated=bool(info.gated))
 
 
 def _hub_tokenizer_config(api: Any, model_id: str, sha: str) -> dict[str, Any]:

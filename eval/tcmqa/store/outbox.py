@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,21 +41,21 @@ class OutboxStore(JobRows):
 
     def unpublished(self, limit: int = 50) -> list[Publication]:
         """Finished evaluations not yet on the Hub whose next try has come, oldest first."""
-        now = time.time()
-        query = (
-            sa.select(
-                jobs_t,
-                results_t.c.row.label("_row"),
-                publications_t.c.attempts.label("_pub_attempts"),
-                publications_t.c.last_error.label("_pub_error"),
-            )
-            .join(publications_t, publications_t.c.job_id == jobs_t.c.id)
-            .join(results_t, results_t.c.job_id == jobs_t.c.id)
-            .where(publications_t.c.published_at.is_(None), publications_t.c.next_try_at <= now)
-            .order_by(publications_t.c.created_at, publications_t.c.job_id)
-            .limit(limit)
-        )
         with self._read() as conn:
+            now = self._now(conn)  # the outbox's times are the database's, like the queue's
+            query = (
+                sa.select(
+                    jobs_t,
+                    results_t.c.row.label("_row"),
+                    publications_t.c.attempts.label("_pub_attempts"),
+                    publications_t.c.last_error.label("_pub_error"),
+                )
+                .join(publications_t, publications_t.c.job_id == jobs_t.c.id)
+                .join(results_t, results_t.c.job_id == jobs_t.c.id)
+                .where(publications_t.c.published_at.is_(None), publications_t.c.next_try_at <= now)
+                .order_by(publications_t.c.created_at, publications_t.c.job_id)
+                .limit(limit)
+            )
             found = conn.execute(query).mappings().all()
             ids = [r["id"] for r in found]
             outputs, probes = (self._parts_of(conn, table, ids) for table in (outputs_t, probes_t))
@@ -84,8 +83,8 @@ class OutboxStore(JobRows):
 
     def mark_published(self, job_ids: list[str], commit: str) -> None:
         """These jobs are on the Hub at ``commit``."""
-        now = time.time()
         with self._write() as conn:
+            now = self._now(conn)
             for chunk in _chunks(job_ids):
                 conn.execute(
                     sa.update(publications_t)
@@ -95,8 +94,8 @@ class OutboxStore(JobRows):
 
     def publication_failed(self, job_ids: list[str], error: str, retry_after_s: float) -> None:
         """Publishing these failed: count the attempt, keep the error, retry no sooner than ``retry_after_s``."""
-        now = time.time()
         with self._write() as conn:
+            now = self._now(conn)
             for chunk in _chunks(job_ids):
                 conn.execute(
                     sa.update(publications_t)
