@@ -100,6 +100,27 @@ def gemma_dir() -> Path:
     return gemma_270m()
 
 
+@pytest.fixture(params=[pytest.param("sqlite", id="sqlite"), pytest.param("postgres", id="postgres")])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty store database of the parametrized kind: the store's contract holds on both."""
+    from postgres import fresh_database
+
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store' / 'queue.sqlite'}"
+    return fresh_database(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The worker's harness command template running the stand-in harness (tests/stand_in.py)."""
+    from stand_in import STAND_IN
+
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    monkeypatch.setenv("STAND_IN_STARTS", str(tmp_path / "starts.txt"))
+    return f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}"
+
+
 # Time per test stage (fast unit tests, real engines, real browser), printed at the end of the run.
 _STAGE_SECONDS: dict[str, float] = {}
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from postgres import fresh_database
 
 from tcmqa import store as store_module
 from tcmqa.store import (
@@ -35,14 +34,6 @@ from tcmqa.store import (
 )
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
-
-
-@pytest.fixture(params=[pytest.param("sqlite", id="sqlite"), pytest.param("postgres", id="postgres")])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A new, empty database of the parametrized kind."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store' / 'queue.sqlite'}"
-    return fresh_database(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture

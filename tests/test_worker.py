@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from stand_in import STAND_IN
 from tqdm import tqdm
 
 from tcmqa.schema import PROBES
@@ -24,14 +23,6 @@ from tcmqa.store import FAILED, FINISHED, RUNNING, SQLiteStore
 from tcmqa.worker import WorkerConfig, _progress, harness_command, run_folder, run_job, work
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
-
-
-@pytest.fixture
-def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    script = tmp_path / "stand_in.py"
-    script.write_text(STAND_IN)
-    monkeypatch.setenv("STAND_IN_STARTS", str(tmp_path / "starts.txt"))
-    return f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}"
 
 
 def _starts(tmp_path: Path) -> list[str]:

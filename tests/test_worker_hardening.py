@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from postgres import fresh_database
-from stand_in import STAND_IN
 
 from tcmqa import harness
 from tcmqa.harness import is_transient
@@ -35,22 +34,6 @@ time.time = lambda: _real() + {SKEW_S}
 sys.argv = ["tcmqa", *sys.argv[1:]]
 runpy.run_module("tcmqa", run_name="__main__")
 """
-
-
-@pytest.fixture(params=[pytest.param("sqlite", id="sqlite"), pytest.param("postgres", id="postgres")])
-def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A new, empty store of the parametrized kind."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store' / 'queue.sqlite'}"
-    return fresh_database(request.getfixturevalue("postgres_url"))
-
-
-@pytest.fixture
-def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    script = tmp_path / "stand_in.py"
-    script.write_text(STAND_IN)
-    monkeypatch.setenv("STAND_IN_STARTS", str(tmp_path / "starts.txt"))
-    return f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}"
 
 
 def _worker(
@@ -71,17 +54,17 @@ def _wait_for(predicate, timeout: float = 60.0, what: str = "the condition") -> 
 
 
 def test_clock_skew_fast_worker_requeues_no_healthy_job(
-    store_spec: str, tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
+    url: str, tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("STAND_IN_STEPS", "12")
     monkeypatch.setenv("STAND_IN_SLEEP", "0.5")
-    store = open_store(store_spec)
+    store = open_store(url)
     job = store.submit("org/m", SHA, "v1", "u")
-    healthy = _worker(store_spec, tmp_path, stand_in, "--once")
+    healthy = _worker(url, tmp_path, stand_in, "--once")
     _wait_for(lambda: store.get(job.id).status == RUNNING, what="the healthy worker's claim")
     fast = tmp_path / "fast_clock.py"
     fast.write_text(FAST_CLOCK)
-    skewed = _worker(store_spec, tmp_path, stand_in, "--stale-after-s", "3", launcher=[sys.executable, str(fast)])
+    skewed = _worker(url, tmp_path, stand_in, "--stale-after-s", "3", launcher=[sys.executable, str(fast)])
     try:
         log = healthy.communicate(timeout=120)[0]
     finally:

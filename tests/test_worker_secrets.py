@@ -13,20 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from stand_in import STAND_IN
 
 from tcmqa.store import open_store
 from tcmqa.worker import WorkerConfig
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
-
-
-@pytest.fixture
-def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    script = tmp_path / "stand_in.py"
-    script.write_text(STAND_IN)
-    monkeypatch.setenv("STAND_IN_STARTS", str(tmp_path / "starts.txt"))
-    return f"{{python}} {script} --model {{model}} --data {{data}} --out {{out}}"
 
 
 def _worker(spec: str, tmp_path: Path, command: str, *extra: str) -> subprocess.Popen:
