@@ -71,3 +71,16 @@ def test_mcnemar_equals_statsmodels_exact():
     ours = stats.mcnemar(a, b)
     table = [[int((a & b).sum()), ours.only_a], [ours.only_b, int((~a & ~b).sum())]]
     assert ours.p_value == pytest.approx(sm_mcnemar(table, exact=True).pvalue, rel=1e-9)
+
+
+def test_the_results_rows_binomial_interval_matches_resampling_items():
+    """results.interval draws the count right from Binomial(n, k/n): the interval item resampling gives."""
+    import pandas as pd
+
+    from tcmqa.results import interval
+
+    correct = np.random.default_rng(1).random(3000) < 0.62
+    low, high = stats.percentile_interval(stats.bootstrap_means(correct.astype(float), 4000))
+    ours = interval(pd.Series(correct))
+    assert ours[0] == pytest.approx(100 * low[0], abs=0.4) and ours[1] == pytest.approx(100 * high[0], abs=0.4)
+    assert interval(pd.Series([], dtype=bool)) == (None, None)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from tcmqa.probes import calibration
 from tcmqa.schema import RESULTS
-from tcmqa.stats import bootstrap_means, percentile_interval
+from tcmqa.stats import percentile_interval
 
 PAPER_HUMAN_REFERENCE = 64.94  # practitioners' majority vote on the paper's 4,801-item subset
 MARGIN_CAP_QUANTILE = 0.99  # Appendix B: margins are capped at their 99th percentile
@@ -129,11 +129,18 @@ def _percent(values: pd.Series) -> float | None:
 
 
 def interval(correct: pd.Series) -> tuple[float | None, float | None]:
-    """95% percentile bootstrap interval of an accuracy (percent), items resampled; (None, None) if empty."""
+    """95% percentile bootstrap interval of an accuracy (percent), items resampled; (None, None) if empty.
+
+    For 0/1 values the number right in a resample of n items is Binomial(n, k/n), so the replicates are
+    drawn from it directly: the same distribution as resampling items, in O(replicates) rather than
+    O(replicates x items) (1.9 s for 38,279 items the other way, per interval).
+    """
     if not len(correct):
         return None, None
-    low, high = percentile_interval(bootstrap_means(correct.to_numpy(dtype=float), BOOTSTRAP_REPLICATES))
-    return 100 * float(low[0]), 100 * float(high[0])
+    n = len(correct)
+    replicates = np.random.default_rng(0).binomial(n, float(correct.mean()), size=BOOTSTRAP_REPLICATES) / n
+    low, high = percentile_interval(replicates)
+    return 100 * float(low), 100 * float(high)
 
 
 def _single_value(outputs: pd.DataFrame, column: str) -> str:
