@@ -218,6 +218,31 @@ class ModelOutputs:
         frame = pd.concat([p for p in parts if len(p)] or parts, ignore_index=True)
         return frame.drop_duplicates(["model", "item_id"], keep="last")[out_columns].reset_index(drop=True)
 
+    def of(self, model: str, columns: Sequence[str] = ("item_id", "correct")) -> pd.DataFrame:
+        """Every row of one model's run (``columns``, one row per item), read where it lies: only that run's
+        files and only ``columns`` (the published config filtered on model and revision). Empty for a model
+        without outputs."""
+        run = self.runs().get(model)
+        read = list(dict.fromkeys(["item_id", *columns]))
+        if run is None:
+            return pd.DataFrame(columns=read)
+        if run.source == RECORDED:
+            table = ds.dataset([str(f) for f in run.files], format="parquet").to_table(columns=read)
+        else:
+            source = _published_table(self.data) if self.data else None
+            if source is None:
+                return pd.DataFrame(columns=read)
+            revision = pc.field("revision") == run.revision
+            if not run.revision:
+                revision = pc.field("revision").is_null() | revision
+            keep = (pc.field("model") == run.model) & revision
+            table = (
+                source.to_table(columns=read, filter=keep)
+                if isinstance(source, ds.Dataset)
+                else source.filter(keep).select(read)
+            )
+        return table.to_pandas().drop_duplicates("item_id", keep="last").reset_index(drop=True)
+
     def accuracy_on(self, item_ids: Sequence[str]) -> pd.DataFrame:
         """Every model's exact-match accuracy on ``item_ids`` from its one run: model, revision, items,
         accuracy (percent, 1 decimal), best first. What a practitioner's block report sets beside theirs."""
