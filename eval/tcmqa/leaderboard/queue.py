@@ -1,5 +1,8 @@
 """What the Submit and Queue tabs show of the store: the requests table and one job's status.
 
+Both poll (every few seconds, on every open page), so both read the store's small status view
+(:meth:`tcmqa.store.Store.job_statuses`: status, progress, times), never a job's log tail or meta.
+
 A FAILED job shows its reason, so the submitter can act on it; the harness's log tail is fetched on
 demand (:func:`job_log`) and shown as plain text, never as Markdown: a chat template's error message
 could otherwise close a code fence and inject links. Text from a job (its reason) is escaped likewise.
@@ -7,6 +10,7 @@ could otherwise close a code fence and inject links. Text from a job (its reason
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 
@@ -32,12 +36,12 @@ def jobs_frame(store: Store) -> pd.DataFrame:
     """Every request, newest first, with UTC timestamps and short revisions."""
     rows = [
         {
-            **job.__dict__,
+            **dataclasses.asdict(job),
             "revision": job.revision[:12],
             "submitted": _stamp(job.submitted_at),
             "updated": _stamp(job.updated_at),
         }
-        for job in store.jobs()
+        for job in store.job_statuses()
     ]
     return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
@@ -47,15 +51,16 @@ def job_markdown(store: Store, job_id: str) -> str:
     job_id = (job_id or "").strip()
     if not job_id:
         return "Submit a model, or enter a job id."
-    job = store.get(job_id)
-    if job is None:
+    found = store.job_statuses(job_id)
+    if not found:
         return f"No job `{job_id}`."
+    job = found[0]
     text = f"**{job.status}** · `{job.model}` @ `{job.revision[:12]}` · job `{job.id}` · attempt {job.attempts}"
     if job.progress:
         text += f"\n\nProgress: {escaped(job.progress)}"
     if job.status == FAILED:
         text += f"\n\n**Reason:** {escaped(job.reason)}\n\nYou may fix the model and resubmit."
-        if job.log_tail:
+        if job.has_log:
             text += " The harness's log is shown on request (**Show log**)."
     return text
 

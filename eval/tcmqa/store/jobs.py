@@ -2,6 +2,9 @@
 
 Every part of the store that reads jobs (the queue, the results import, the outbox and its mirrors)
 turns rows into :class:`Job` records through :class:`JobRows`, so a job's columns are read one way.
+Pages that poll the queue read :class:`JobStatus` instead: the columns they show, never the log tail or
+the meta (a 4 KB log tail per job, read by every open page every few seconds, is most of what a full read
+moves); the log tail is read only when a visitor asks for it.
 """
 
 from __future__ import annotations
@@ -67,7 +70,26 @@ def new_job(
     return Job(job_id, model, revision, protocol, user, PENDING, now, now, meta=dict(meta or {}), status_at=now)
 
 
+@dataclasses.dataclass(frozen=True)
+class JobStatus:
+    """What a page polls of a job: its status, progress and times; whether it has a log, not the log."""
+
+    id: str
+    model: str
+    revision: str
+    user: str
+    status: str
+    progress: str
+    reason: str
+    attempts: int
+    submitted_at: float
+    updated_at: float
+    has_log: bool
+
+
 _JOB_COLUMNS = [f.name for f in dataclasses.fields(Job)]
+_STATUS_COLUMNS = [jobs_t.c[f.name] for f in dataclasses.fields(JobStatus) if f.name != "has_log"]
+_HAS_LOG = (sa.func.coalesce(sa.func.length(jobs_t.c.log_tail), 0) > 0).label("has_log")
 
 
 class JobRows(StoreCore):
@@ -88,6 +110,24 @@ class JobRows(StoreCore):
     @staticmethod
     def _values(job: Job) -> dict[str, Any]:
         return {name: json.dumps(job.meta) if name == "meta" else getattr(job, name) for name in _JOB_COLUMNS}
+
+    def job_statuses(self, job_id: str | None = None) -> list[JobStatus]:
+        """Every job's status (or only ``job_id``'s), newest first: the columns a queue page shows, no log tail."""
+        query = sa.select(*_STATUS_COLUMNS, _HAS_LOG).order_by(jobs_t.c.submitted_at.desc(), jobs_t.c.id.desc())
+        if job_id is not None:
+            query = query.where(jobs_t.c.id == job_id)
+        with self._read() as conn:
+            rows = conn.execute(query).mappings().all()
+        return [
+            JobStatus(
+                **{k: row[k] or "" for k in ("id", "model", "revision", "user", "status", "progress", "reason")},
+                attempts=row["attempts"] or 0,
+                submitted_at=row["submitted_at"] or 0.0,
+                updated_at=row["updated_at"] or 0.0,
+                has_log=bool(row["has_log"]),
+            )
+            for row in rows
+        ]
 
     def _live(self, conn: Connection, model: str, revision: str, protocol: str) -> Job | None:
         row = (
