@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tcmqa.store import open_store
-from tcmqa.worker import WorkerConfig
+from tcmqa.store import Job, open_store
+from tcmqa.worker import WorkerConfig, child_env
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -47,6 +47,8 @@ def test_secrets_the_child_gets_no_store_url_and_no_write_token(
     monkeypatch.setenv("STAND_IN_DUMP", str(dump))
     monkeypatch.setenv("HF_TOKEN", "hf_write_token")
     monkeypatch.setenv("TCMQA_HF_READ_TOKEN", "hf_read_token")
+    for name, value in PLANTED.items():
+        monkeypatch.setenv(name, value)
     spec = f"sqlite:///{tmp_path / 's' / 'queue.sqlite'}"
     store = open_store(spec)
     store.submit("org/open", SHA, "v1", "u")
@@ -56,6 +58,7 @@ def test_secrets_the_child_gets_no_store_url_and_no_write_token(
     assert "TCMQA_STORE" not in seen["env"] and spec not in json.dumps(seen), log
     assert "hf_write_token" not in json.dumps(seen) and "hf_read_token" not in json.dumps(seen)
     assert seen["env"]["PATH"] and seen["env"]["HF_HUB_OFFLINE"] == "1"
+    assert not set(PLANTED) & set(seen["env"]) and "planted-" not in json.dumps(seen)
     store.submit("org/gated", SHA, "v1", "u", {"gated": True})  # validation found it gated
     worker = _worker(spec, tmp_path, stand_in)
     worker.communicate(timeout=120)
@@ -82,3 +85,70 @@ def test_secrets_engine_args_with_credentials_are_refused() -> None:
         with pytest.raises(ValueError, match="credential"):
             WorkerConfig(engine_args=bad)
     assert WorkerConfig(engine_args={"max_num_batched_tokens": 4096}).engine_args  # "tokens" is no credential
+
+
+# Secret-looking and unlisted variables a worker's machine may hold; none reaches the evaluation child.
+PLANTED = {
+    "AWS_SECRET_ACCESS_KEY": "planted-aws",
+    "MY_DB_PASSWORD": "planted-db",
+    "GITHUB_PAT": "planted-pat",  # no secret-looking name, but on no allow-list either
+    "DATABASE_URL": "postgresql://u:planted-pg@db/x",
+    "TCMQA_PSEUDONYM_KEY": "planted-pseudonym",
+    "TCMQA_OAUTH_CLIENT_SECRET": "planted-oauth",  # a TCMQA_ variable, but a secret by its name
+    "HTTPS_PROXY": "http://me:planted-proxy@proxy:3128",  # an allowed name with a password in its value
+}
+
+
+def test_secrets_the_child_environment_is_an_allow_list() -> None:
+    worker_env = {
+        **PLANTED,
+        "PATH": "/usr/bin",
+        "HOME": "/home/w",
+        "LC_ALL": "C.UTF-8",
+        "TMPDIR": "/scratch",
+        "CUDA_VISIBLE_DEVICES": "3",
+        "NVIDIA_DRIVER_CAPABILITIES": "compute",
+        "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
+        "OMP_NUM_THREADS": "8",
+        "TORCHINDUCTOR_CACHE_DIR": "/scratch/inductor",
+        "PYTHONHASHSEED": "0",
+        "HF_HOME": "/data/hf",
+        "HF_HUB_OFFLINE": "0",
+        "HF_DATASETS_CACHE": "/data/datasets",
+        "TCMQA_CACHE": "/data/tcmqa",
+        "TCMQA_STORE": STORE_WITH_PASSWORD,
+        "HF_TOKEN": "hf_write_token",
+        "TCMQA_HF_READ_TOKEN": "hf_read_token",
+        "SITE_SCRATCH": "/site",  # the operator's addition below
+        "SITE_TOKEN": "planted-site",  # added by the operator's prefix, still refused: a credential's name
+        "UNLISTED": "x",
+        "TCMQA_CHILD_ENV": "SITE_*, UNLISTED_OTHER",
+    }
+    open_job = Job("j", "org/open", SHA, "v1", "u")
+    env = child_env(open_job, Path("/cache"), worker_env)
+    passed = {k for k in worker_env if k in env}
+    assert passed == {
+        "PATH",
+        "HOME",
+        "LC_ALL",
+        "TMPDIR",
+        "CUDA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
+        "VLLM_WORKER_MULTIPROC_METHOD",
+        "OMP_NUM_THREADS",
+        "TORCHINDUCTOR_CACHE_DIR",
+        "PYTHONHASHSEED",
+        "HF_HOME",
+        "HF_HUB_OFFLINE",
+        "HF_DATASETS_CACHE",
+        "TCMQA_CACHE",
+        "SITE_SCRATCH",
+        "TCMQA_CHILD_ENV",
+    }
+    assert env["HF_HUB_CACHE"] == "/cache" and env["HF_TOKEN_PATH"] == "/cache/no-token"  # no token file read
+    assert "HF_TOKEN" not in env and "planted" not in json.dumps(env) and PASSWORD not in json.dumps(env)
+    gated = child_env(Job("g", "org/gated", SHA, "v1", "u", meta={"gated": True}), Path("/cache"), worker_env)
+    assert gated["HF_TOKEN"] == "hf_read_token" and set(gated) == set(env) | {"HF_TOKEN"}
+    assert "HF_TOKEN" not in child_env(
+        Job("g", "org/gated", SHA, "v1", "u", meta={"gated": True}), Path("/cache"), {"HF_TOKEN": "hf_write_token"}
+    )  # a gated model with no read token configured gets no token at all, never the write token

@@ -26,7 +26,8 @@ release its job: another worker re-queues it once the heartbeat is stale, and th
 
 Secrets stay with the worker: its children (``--gpus`` workers, the Space's local worker) get the store
 URL in ``TCMQA_STORE``, never on a command line; help and logs show it without its password; the
-harness gets :func:`child_env`; engine args that look like credentials are refused (they are published).
+harness gets :func:`child_env` (an allow-list, no credential); engine args that look like credentials
+are refused (they are published).
 """
 
 from __future__ import annotations
@@ -65,7 +66,28 @@ from tcmqa.store import FAILED, FINISHED, RUNNING, Job, Store, open_store
 
 STORE_VARIABLE = "TCMQA_STORE"  # how a worker's children are given the store URL (it may hold a password)
 READ_TOKEN_VARIABLE = "TCMQA_HF_READ_TOKEN"  # a read-only Hub token, given to the harness for gated models only
-_CHILD_SECRETS = {STORE_VARIABLE, "DATABASE_URL", "PGPASSWORD", "PGPASSFILE"}  # credentials by another name
+CHILD_ENV_VARIABLE = "TCMQA_CHILD_ENV"  # the operator's additions to the harness's environment: NAME,PREFIX*,...
+# The harness's environment is an allow-list (it loads untrusted model files): what an evaluation on a GPU needs,
+# less anything that looks like a credential (flags.looks_secret) and the project's own secrets.
+_CHILD_NAMES = frozenset(
+    {
+        *("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP"),
+        *("LD_LIBRARY_PATH", "VIRTUAL_ENV", "XDG_CACHE_HOME", "CC", "CXX"),  # CUDA libraries; Triton's compiler
+        *("HF_HOME", "HF_ENDPOINT", "TOKENIZERS_PARALLELISM"),
+        *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),  # a site's own CA
+        *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy"),
+    }
+)
+_CHILD_PREFIXES = (
+    *("LC_", "PYTHON", "TCMQA_", "HF_HUB_", "HF_DATASETS_", "HF_XET_", "TRANSFORMERS_"),
+    *("CUDA_", "NVIDIA_", "NCCL_", "HIP_", "ROCR_", "ROCM_", "VLLM_", "TORCH", "PYTORCH_", "TRITON_"),
+    *("OMP_", "KMP_", "MKL_", "OPENBLAS_"),
+)
+# never passed, whatever the lists say: the store, the read token (given as HF_TOKEN to gated models only),
+# the practitioners' pseudonym key, and credentials by another name
+_CHILD_SECRETS = frozenset(
+    {STORE_VARIABLE, READ_TOKEN_VARIABLE, "TCMQA_PSEUDONYM_KEY", "DATABASE_URL", "PGPASSWORD", "PGPASSFILE"}
+)
 PREEMPTED = {-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP}  # the harness stopped from outside: retry
 DEFAULT_COMMAND = "{python} -m tcmqa eval --model {model} --data {data} --out {out}"
 LOG_TAIL_CHARS = 4000
@@ -267,14 +289,29 @@ class LocalWorker:
             delay = min(delay * 2, 60.0)
 
 
-def child_env(job: Job, hub_cache: Path) -> dict[str, str]:
-    """The harness's environment: the worker's without any credential, since the harness loads untrusted
-    model files. No store URL and no write-scoped ``HF_TOKEN`` (nor the token file under ``HF_HOME``); a
-    gated model gets the read-only ``TCMQA_HF_READ_TOKEN`` as its ``HF_TOKEN``. The engine's variables
-    (``VLLM_*``, ``TORCH*``, ``OMP_*``), ``CUDA_VISIBLE_DEVICES``, locale, ``PATH`` and ``HOME`` pass."""
-    env = {k: v for k, v in os.environ.items() if k not in _CHILD_SECRETS and not flags.looks_secret(k, v)}
+def child_env(job: Job, hub_cache: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The harness's environment: only what an evaluation needs of the worker's (``environ``, default
+    ``os.environ``), since the harness loads untrusted model files.
+
+    Passed: the names and prefixes of ``_CHILD_NAMES``/``_CHILD_PREFIXES`` (locale, paths, the Hub's and the
+    engines' settings, the GPU's) and those the operator lists in ``TCMQA_CHILD_ENV`` (``NAME`` or ``PREFIX*``),
+    each unless it looks like a credential. Never: the store URL, ``HF_TOKEN`` (the Space's is write-scoped; nor
+    the token file under ``HF_HOME``), the pseudonym key. A gated model gets the read-only
+    ``TCMQA_HF_READ_TOKEN`` as its ``HF_TOKEN``.
+    """
+    environ = os.environ if environ is None else environ
+    extra = [p.strip() for p in environ.get(CHILD_ENV_VARIABLE, "").split(",") if p.strip()]
+    names = _CHILD_NAMES | {p for p in extra if not p.endswith("*")}
+    prefixes = _CHILD_PREFIXES + tuple(p[:-1] for p in extra if p.endswith("*") and len(p) > 1)
+    env = {
+        k: v
+        for k, v in environ.items()
+        if (k in names or k.startswith(prefixes)) and k not in _CHILD_SECRETS and not flags.looks_secret(k, v)
+    }
+    left_out = sorted(set(environ) - set(env))
+    logger.debug("the harness's environment leaves out %s", ", ".join(left_out))
     env |= {"HF_HUB_CACHE": str(hub_cache), "HF_TOKEN_PATH": str(hub_cache / "no-token")}
-    read_token = os.environ.get(READ_TOKEN_VARIABLE)
+    read_token = environ.get(READ_TOKEN_VARIABLE)
     if job.meta.get("gated") and read_token:
         env["HF_TOKEN"] = read_token
     return env
