@@ -112,7 +112,7 @@ def test_compare_models_without_common_items() -> None:
     assert "no scored item in common" in c.summary()
 
 
-def _record(store: Store, folder: Path, model: str, corpus: list[dict], right: set[str]) -> None:
+def record_run(store: Store, folder: Path, model: str, corpus: list[dict], right: set[str]) -> None:
     """A finished full run of ``model``: right on the items of ``right``, E elsewhere."""
     rows = [
         {
@@ -154,8 +154,8 @@ def test_comparator_on_a_store_withholds_open_block_items(tmp_path: Path, half_r
     store = SQLiteStore(tmp_path / "store")
     corpus = load_config(str(demo_tree), "corpus").to_list()
     scored = [i for i in corpus if not i["flagged"]]
-    _record(store, tmp_path / "a", "org/a", corpus, {i["id"] for i in corpus})
-    _record(store, tmp_path / "b", "org/b", corpus, set())
+    record_run(store, tmp_path / "a", "org/a", corpus, {i["id"] for i in corpus})
+    record_run(store, tmp_path / "b", "org/b", corpus, set())
     practice = PracticeLoader(str(demo_tree), store, block_size=5, raters=3).get()
     practice.confirm("ann", True)
     assert practice.assignment("ann") is not None

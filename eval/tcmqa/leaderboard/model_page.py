@@ -1,0 +1,217 @@
+"""One model's page: its accuracy beside the practitioners' on the same subset items, by domain, by
+practitioner-rated difficulty and by practitioner consensus (the paper's per-domain, difficulty and
+consensus figures for one model), and its calibration and probe columns where its results row has them.
+
+Pure pandas and matplotlib (no gradio): :func:`model_page` takes the model's run (``item_id``,
+``correct``), the ``subset`` config's rows and its results row; :class:`ModelPages` reads them where they
+lie (the model's one run, :meth:`tcmqa.leaderboard.model_outputs.ModelOutputs.of`; the subset as
+practitioner mode builds it, else the data's ``subset`` config; the row from the store's results).
+
+* Items: the subset items the run scored (flagged items are never scored). The practitioners' figure
+  on the same items is their majority vote (by domain, by difficulty); by consensus it is the mean
+  rater's accuracy, k/N by construction, as in the paper.
+* Domain: an item counts in each domain any of its raters gave it (the paper's rule).
+* Difficulty: the median of the item's raters' ratings (:func:`tcmqa.figures._item_rating`, the paper's
+  figure's rule); 0 where no rater rated it.
+* The figures are the paper's own drawings (:mod:`tcmqa.figures`) fed one model's data.
+
+Only aggregates over items are shown, never an item, so nothing here can give away an open block's answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from tcmqa import figures
+from tcmqa.data import has_config, load_config
+from tcmqa.leaderboard.compare import UNRATED, Comparator
+from tcmqa.schema import DOMAINS, RESULT_COLUMNS
+from tcmqa.tables import DIFFICULTY_LEVELS
+
+CALIBRATION = ("ece", "acc_top10", "acc_coverage_area")
+PROBES = (
+    "circular",
+    "rotation_mean",
+    "circular_drop",
+    "recall_std",
+    "pride",
+    "n_rotation",
+    "order_first",
+    "order_chance",
+    "order_p",
+    "order_percentile",
+    "n_order",
+)
+PRACTITIONERS = "Practitioners (majority)"
+_COLUMNS = {c.name: c for c in RESULT_COLUMNS}
+
+
+def _percent(values: pd.Series) -> float:
+    return 100 * float(values.mean()) if len(values) else float("nan")
+
+
+def _side_by_side(frame: pd.DataFrame, key: str, keys: Sequence[Any], human: str = "majority_correct") -> pd.DataFrame:
+    """Per value of ``key`` (in the order of ``keys``): n, the model's and the practitioners' accuracy, percent."""
+    rows = []
+    for value in keys:
+        mine = frame[frame[key] == value]
+        rows.append(
+            {key: value, "n": len(mine), "model %": _percent(mine["correct"]), "practitioners %": _percent(mine[human])}
+        )
+    out = pd.DataFrame(rows, columns=[key, "n", "model %", "practitioners %"])
+    out[["model %", "practitioners %"]] = out[["model %", "practitioners %"]].astype(float).round(1)
+    return out
+
+
+def _facts(row: dict[str, Any] | None, names: Sequence[str]) -> pd.DataFrame:
+    """The results row's values of ``names`` that exist, as (measure, value, meaning) rows."""
+    found = [
+        {"measure": _COLUMNS[n].label, "value": row[n], "meaning": _COLUMNS[n].doc}
+        for n in names
+        if row and row.get(n) is not None and not (isinstance(row[n], float) and np.isnan(row[n]))
+    ]
+    return pd.DataFrame(found, columns=["measure", "value", "meaning"])
+
+
+def _values(frame: pd.DataFrame, column: str) -> list[float | None]:
+    """A table column as a drawing takes it: None for no value."""
+    return [None if pd.isna(v) else float(v) for v in frame[column]]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelPage:
+    """One model beside the practitioners (the module doc)."""
+
+    model: str
+    n_items: int  # items the run scored
+    n_subset: int  # of them in the subset
+    by_domain: pd.DataFrame  # domain, 領域, n, model %, practitioners %
+    by_difficulty: pd.DataFrame  # difficulty, n, model %, practitioners %
+    by_consensus: pd.DataFrame  # practitioners correct ("k/N"), n, model %, practitioners %
+    calibration: pd.DataFrame  # measure, value, meaning
+    probes: pd.DataFrame  # measure, value, meaning
+
+    def summary(self) -> str:
+        if not self.n_items:
+            return f"**{self.model}** has no outputs here."
+        return (
+            f"**{self.model}**: {self.n_items:,} items scored, {self.n_subset:,} of them in the practitioners' "
+            "subset (the tables below are on those)."
+        )
+
+    def domain_figure(self) -> Figure:
+        domains = self.by_domain[(self.by_domain["domain"] != UNRATED) & (self.by_domain["n"] > 0)]  # no gaps
+        series = {PRACTITIONERS: _values(domains, "practitioners %"), self.model: _values(domains, "model %")}
+        title = f"{self.model}: per-domain accuracy against the practitioners"
+        return _closed(
+            figures.accuracy_by_domain_draw({"title": title, "domains": list(domains["domain"]), "series": series})
+        )
+
+    def difficulty_figure(self) -> Figure:
+        levels = self.by_difficulty[self.by_difficulty["difficulty"] != 0]
+        d = {
+            "title": f"{self.model}: accuracy across practitioner-rated difficulty",
+            "levels": [int(v) for v in levels["difficulty"]],
+            "n_items": [int(v) for v in levels["n"]],
+            "practitioner": _values(levels, "practitioners %"),
+            "models": {self.model: _values(levels, "model %")},
+        }
+        return _closed(figures.accuracy_by_difficulty_draw(d))
+
+    def consensus_figure(self) -> Figure:
+        """The consensus levels of the most common N (raters per item) only: one x axis of 0..N."""
+        counts = self.by_consensus.assign(raters=self.by_consensus["practitioners correct"].str.split("/").str[1])
+        raters = int(counts.groupby("raters")["n"].sum().idxmax()) if len(counts) else 3
+        levels = counts[counts["raters"] == str(raters)]
+        model = _values(levels, "model %")
+        d = {
+            "title": f"{self.model}: accuracy by practitioner consensus",
+            "levels": list(range(raters + 1)),
+            "raters": raters,
+            "n_items": [int(v) for v in levels["n"]],
+            "practitioner": _values(levels, "practitioners %"),
+            "models": {self.model: model},
+            "all_missed": {self.model: model[0] if model else None},
+        }
+        return _closed(figures.accuracy_by_consensus_draw(d))
+
+
+def _closed(figure: Figure) -> Figure:
+    """The figure, let go by pyplot (it still draws): a page per request must not pile figures up."""
+    plt.close(figure)
+    return figure
+
+
+def model_page(model: str, run: pd.DataFrame, subset: pd.DataFrame, row: dict[str, Any] | None = None) -> ModelPage:
+    """One model's page from its run (``item_id``, ``correct``), the ``subset`` rows (``item_id``,
+    ``n_raters``, ``n_correct``, ``majority_correct``, ``rater_domains``, ``rater_difficulty``) and its
+    results row (None: no calibration or probe columns)."""
+    run = run[["item_id", "correct"]].assign(correct=run["correct"].astype(bool))
+    on = run.merge(subset, on="item_id")
+    on["majority_correct"] = on["majority_correct"].astype(bool)
+    on["domain"] = on["rater_domains"].map(
+        lambda raters: sorted({d for r in raters if r is not None for d in r}) or [UNRATED]
+    )
+    domains = on.explode("domain")
+    keys = [*DOMAINS, *([UNRATED] if (domains["domain"] == UNRATED).any() else [])]
+    by_domain = _side_by_side(domains, "domain", keys)
+    by_domain.insert(1, "領域", by_domain["domain"].map(lambda k: DOMAINS.get(k, "未分類")))
+    on["difficulty"] = figures._item_rating(on) if len(on) else pd.Series(dtype=int)
+    levels = [*([0] if (on["difficulty"] == 0).any() else []), *DIFFICULTY_LEVELS]
+    by_difficulty = _side_by_side(on, "difficulty", levels)
+    on["consensus"] = on["n_correct"].astype(int).astype(str) + "/" + on["n_raters"].astype(int).astype(str)
+    on["rater_share"] = on["n_correct"].astype(int) / on["n_raters"].astype(int)
+    counts = sorted({int(n) for n in on["n_raters"]}) or [3]
+    consensus = [f"{k}/{n}" for n in counts for k in range(n + 1)]
+    by_consensus = _side_by_side(on, "consensus", consensus, human="rater_share")
+    by_consensus = by_consensus.rename(columns={"consensus": "practitioners correct"})
+    return ModelPage(
+        model,
+        len(run),
+        len(on),
+        by_domain,
+        by_difficulty,
+        by_consensus,
+        _facts(row, CALIBRATION),
+        _facts(row, PROBES),
+    )
+
+
+class ModelPages:
+    """Model pages over the data the Space serves and its store. ``source``: the :class:`Comparator`
+    (corpus and runs); ``practice``: the Space's ``PracticeLoader`` when practitioner mode is on."""
+
+    def __init__(self, source: Comparator, practice: Any = None):
+        self.source, self.practice = source, practice
+        self._published_subset: pd.DataFrame | None = None
+
+    def subset(self) -> pd.DataFrame:
+        """The subset as it stands: practitioner mode's (cached by it on the practice version), else the data's."""
+        if self.practice is not None:
+            return pd.DataFrame(self.practice.get().configs()["subset"], columns=SUBSET_COLUMNS)
+        if self._published_subset is None:
+            data = self.source.data
+            rows = load_config(data, "subset").to_pandas() if has_config(data, "subset") else None
+            self._published_subset = rows if rows is not None else pd.DataFrame(columns=SUBSET_COLUMNS)
+        return self._published_subset
+
+    def results_row(self, model: str) -> dict[str, Any] | None:
+        """The model's results row of the run its outputs come from (same revision), else its latest row."""
+        run = self.source.outputs.runs().get(model)
+        rows = [r for r in self.source.store.results() if r.get("model") == model]
+        same = [r for r in rows if run is not None and str(r.get("revision") or "") == run.revision]
+        return (same or rows or [None])[-1]
+
+    def page(self, model: str) -> ModelPage:
+        run = self.source.outputs.of(model, ["item_id", "correct"])
+        return model_page(model, run, self.subset(), self.results_row(model))
+
+
+SUBSET_COLUMNS = ["item_id", "n_raters", "n_correct", "majority_correct", "rater_domains", "rater_difficulty"]

@@ -1,0 +1,61 @@
+"""The Plots tab's figure: the paper's Figure 2 (Full accuracy against parameters) drawn from the board.
+
+The board's rows (:func:`tcmqa.leaderboard.board.plot_frames`' data) feed the paper's own drawing
+(:func:`tcmqa.figures.accuracy_by_size_draw`): a log x axis, one line per family through its models
+sorted by size. The paper's reported rows are solid lines; the rows evaluated here that are comparable
+(the served data, the current protocol, full coverage) are dashed lines in their family's colour
+(their Full is on the served corpus, not the paper's, so the two are never joined). Each practitioners'
+reference row is a horizontal line: their majority vote on the subset, the paper's 64.94 and, when
+comparable rows carry one, the majority on their own subset items.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+from tcmqa import figures
+from tcmqa.leaderboard import board as board_lib
+
+TITLE = "Figure 2. Accuracy against parameters"
+EVALUATED = " (evaluated)"  # the legend suffix of an evaluated family's line
+REFERENCE_STYLES = ("--", ":")
+
+
+def family_lines(points: pd.DataFrame) -> dict[str, dict[str, list]]:
+    """family -> its models, sizes and Full, sorted by size (what ``accuracy_by_size_draw`` draws); rows
+    without a positive size are left out (a log axis)."""
+    points = points[points["params_b"] > 0].sort_values(["family", "params_b", "model"], kind="stable")
+    return {
+        str(family): {
+            "models": rows["model"].tolist(),
+            "params_b": rows["params_b"].astype(float).tolist(),
+            "full": rows["full"].astype(float).tolist(),
+        }
+        for family, rows in points.groupby("family", sort=True)
+    }
+
+
+def figure2(frame: pd.DataFrame) -> Figure:
+    """Figure 2 from the board's merged frame (:meth:`tcmqa.leaderboard.board.Board.frame`)."""
+    scatter, _ = board_lib.plot_frames(frame)
+    reported = scatter[scatter["origin"] == "reported"]
+    evaluated = scatter[(scatter["origin"] == "evaluated") & (scatter["comparison"] == board_lib.COMPARABLE)]
+    fig = figures.accuracy_by_size_draw({"title": TITLE, "families": family_lines(reported)})
+    ax = fig.axes[0]
+    colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
+    for family, line in family_lines(evaluated).items():
+        style = {"color": colours[family]} if family in colours else {}
+        ax.plot(line["params_b"], line["full"], ls="--", marker="o", mfc="white", label=family + EVALUATED, **style)
+    references = frame[frame["Origin"] == "reference"].dropna(subset=["Subset"]).drop_duplicates("Subset")
+    for style, (_, row) in zip(REFERENCE_STYLES, references.iterrows()):
+        where = "paper" if row[board_lib.COMPARISON] == board_lib.PAPER else "this board's subset"
+        ax.axhline(row["Subset"], ls=style, color="black", lw=1.5, label=f"Practitioners {row['Subset']:.2f} ({where})")
+    ax.set_xscale("log")
+    ax.set_ylabel("Full exact match (%)")
+    fig.set_size_inches(9.5, 4.8)  # room on the right for the legend, outside the lines
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    plt.close(fig)  # drawn on request: pyplot must not keep every one
+    return fig
