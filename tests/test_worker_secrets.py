@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tcmqa.harness import EvalConfig
 from tcmqa.store import Job, open_store
 from tcmqa.worker import WorkerConfig, child_env
 
@@ -80,11 +81,19 @@ def test_secrets_gpu_workers_get_the_store_url_in_their_environment(tmp_path: Pa
     assert spec not in cmdline and "--store" not in cmdline  # ... holds no store URL
 
 
-def test_secrets_engine_args_with_credentials_are_refused() -> None:
+def test_secrets_engine_args_with_credentials_are_refused(tmp_path: Path) -> None:
     for bad in ({"hf_token": "x"}, {"api_key": "x"}, {"endpoint": "https://u:pw@host/"}):
         with pytest.raises(ValueError, match="credential"):
             WorkerConfig(engine_args=bad)
-    assert WorkerConfig(engine_args={"max_num_batched_tokens": 4096}).engine_args  # "tokens" is no credential
+        with pytest.raises(ValueError, match="credential"):  # a direct evaluation, by the same rule
+            EvalConfig(model="org/m", engine_args=bad)
+    fine = {"max_num_batched_tokens": 4096, "tokenizer_mode": "auto"}  # "tokens", "tokenizer": no credential
+    assert WorkerConfig(engine_args=fine).engine_args == EvalConfig(model="org/m", engine_args=fine).engine_args
+    argv = [sys.executable, "-m", "tcmqa", "eval", "--model", "org/m", "--engine", "transformers"]
+    argv += ["--engine-arg", "hf_token=planted-token", "--out", str(tmp_path / "run")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "--engine-arg hf_token: looks like a credential" in done.stderr, done.stderr
+    assert "planted-token" not in done.stderr + done.stdout and not (tmp_path / "run").exists()
 
 
 # Secret-looking and unlisted variables a worker's machine may hold; none reaches the evaluation child.

@@ -44,6 +44,7 @@ import os
 import re
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,6 +62,18 @@ def looks_secret(name: str, value: object = "") -> bool:
     """Whether an option or variable carries a credential: a name like ``hf_token``/``API_KEY`` (but not
     ``max_num_batched_tokens``), or a value holding a URL with a password."""
     return bool(_SECRET_NAME.search(name.lower()) or _CREDENTIAL_URL.search(str(value)))
+
+
+def refuse_credentials(engine_args: Mapping[str, Any]) -> None:
+    """Refuse engine args that look like credentials (:func:`looks_secret`): the results row records every
+    engine arg and the leaderboard publishes it. The one rule for ``tcmqa eval`` and ``tcmqa worker``."""
+    secret = [key for key, value in engine_args.items() if looks_secret(key, value)]
+    if secret:
+        raise ValueError(
+            f"--engine-arg {', '.join(secret)}: looks like a credential, and engine args are published with "
+            "every results row; give the engine its credentials in the environment instead (HF_TOKEN; a "
+            "worker's harness gets TCMQA_HF_READ_TOKEN for gated models)"
+        )
 
 
 def _scalar(annotation: Any) -> Any:

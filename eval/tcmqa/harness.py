@@ -114,6 +114,7 @@ class EvalConfig:
         self.out = None if self.out is None else Path(self.out)
         self.chat_template = None if self.chat_template is None else Path(self.chat_template)
         self.engine_args = dict(self.engine_args or {})
+        flags.refuse_credentials(self.engine_args)  # the results row publishes every engine arg
         if self.shard is not None:
             parse_shard(self.shard)
 

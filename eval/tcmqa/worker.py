@@ -194,13 +194,7 @@ class WorkerConfig:
                 "--limit on a hosted worker would publish a partial row as the model's result; run smoke tests "
                 "on a worker of your own (--no-hosted, or unset SPACE_ID and TCMQA_HOSTED)"
             )
-        secret = [key for key, value in self.engine_args.items() if flags.looks_secret(key, value)]
-        if secret:
-            raise ValueError(
-                f"--engine-arg {', '.join(secret)}: looks like a credential, and engine args are published with "
-                "every results row; give the engine its credentials in the environment instead "
-                "(TCMQA_HF_READ_TOKEN for gated models)"
-            )
+        flags.refuse_credentials(self.engine_args)
 
 
 def hosted_by_environment(environ: Mapping[str, str]) -> bool:
