@@ -1,5 +1,7 @@
-"""The item explorer: one item's question and options, its answer and explanation, the practitioners'
-answers and the models' outputs on it.
+"""The item explorer: browse and search the items (:mod:`tcmqa.leaderboard.browse`: filters, one model's
+outcome beside the practitioners', pages), and one item's page: its question and options, answer and
+explanation, the practitioners' answers and every model's output on it (text, predictions and the five
+letters' probabilities).
 
 Independence. An item in a practitioner block still being answered
 (:func:`tcmqa.leaderboard.practice.core.open_block_items`, the rule that also decides what is published) shows
@@ -26,7 +28,12 @@ The Space's endpoints and what each returns of an item (the complete list, each 
 through gradio_client and in-process as a practitioner with an open block and anonymously, and a Chromium
 session's traffic is searched):
 
-* ``/item`` (:meth:`Explorer.item`): the explorer; withholds as above.
+* ``/item`` (:meth:`Explorer.item`) and the browse table's row click (``open_row``, private): an item's page;
+  withholds as above.
+* ``/browse`` (:meth:`Explorer.browse`) and its private ``first_page``, ``previous_page``, ``next_page``: a page
+  of matching items: id, stem, answer type, domains, and for an item of no open block its consensus and the
+  chosen model's outcome (an open-block item's are blank, and a consensus, outcome or rated-difficulty
+  filter leaves it out); ``refresh_choices`` (private): the models with outputs and the source difficulties.
 * ``/board``, ``/plots``, the board's filter events and ``refresh_families`` (private): per-model
   aggregates over many items and the practitioners' reference row; no item.
 * ``/submit``, ``/job``, ``/queue``: the evaluation queue; no item.
@@ -39,27 +46,47 @@ session's traffic is searched):
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import threading
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tcmqa.data import has_config, load_config
-from tcmqa.leaderboard import model_outputs
+from tcmqa.leaderboard import browse, model_outputs
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.practice.core import open_block_items  # the finished-block rule's one home
+from tcmqa.probes.calibration import letter_probabilities
 from tcmqa.schema import RATERS_PER_ITEM
 from tcmqa.store import Store
+from tcmqa_metric import LETTERS
 
 OUTPUT_COLUMNS = ["model", "prediction", "correct", "lp_prediction", "lp_correct", "margin", "generated_text"]
-SHOWN_OUTPUT_COLUMNS = ["model", "revision", "source", *OUTPUT_COLUMNS[1:]]
+# each letter's probability renormalised over A-E (as the calibration columns read them), percent
+PROBABILITY_COLUMNS = [f"P({letter}) %" for letter in LETTERS]
+SHOWN_OUTPUT_COLUMNS = ["model", "revision", "source", *OUTPUT_COLUMNS[1:-1], *PROBABILITY_COLUMNS, "generated_text"]
 RESPONSE_COLUMNS = ["practitioner_id", "selected", "correct", "difficulty", "domains", "flagged", "seconds"]
+SUBSET_COLUMNS = ["item_id", "n_raters", "n_correct", "majority_correct"]
+MODELS_KEPT = 8  # models whose correctness per item stays in memory (the outcome filter's recent choices)
 WITHHELD = (
     "_This item is in a practitioner block still being answered: its answer, explanation, the practitioners' "
     "answers and the models' outputs are withheld until every rater of the block has finished it._"
 )
+
+
+def _probabilities(logprobs: pd.Series) -> pd.DataFrame:
+    """Rows of ``letter_logprobs`` (a dict per row, or null) -> :data:`PROBABILITY_COLUMNS`, percent, 1 decimal."""
+    values = np.array(
+        [[np.nan if not row else row.get(letter, np.nan) for letter in LETTERS] for row in logprobs], dtype=float
+    ).reshape(len(logprobs), len(LETTERS))
+    known = np.isfinite(values).any(axis=1)
+    shown = np.full(values.shape, np.nan)
+    if known.any():
+        shown[known] = 100 * letter_probabilities(np.where(np.isfinite(values[known]), values[known], -np.inf))
+    return pd.DataFrame(shown.round(1), columns=PROBABILITY_COLUMNS, index=logprobs.index)
 
 
 def _joined(value: Any) -> str:
@@ -88,6 +115,10 @@ class Explorer:
         self._lock = threading.Lock()
         self._responses_version: str | None = None
         self._responses = pd.DataFrame(columns=["item_id", *RESPONSE_COLUMNS])
+        self._subset = pd.DataFrame(columns=SUBSET_COLUMNS)
+        self._items_version: str | None = None
+        self._items: pd.DataFrame | None = None
+        self._correct: collections.OrderedDict[model_outputs.Run, pd.Series] = collections.OrderedDict()
 
     @functools.cached_property
     def corpus(self) -> pd.DataFrame:
@@ -108,17 +139,76 @@ class Explorer:
     def item_ids(self) -> list[str]:
         return self.corpus.index.tolist()
 
-    def responses(self) -> pd.DataFrame:
-        """Every practitioner response as it stands (module doc: freshness)."""
+    @functools.cached_property
+    def imported_subset(self) -> pd.DataFrame:
+        """The data's ``subset`` config; a tree built without the platform database has none."""
+        if not has_config(self.data, "subset"):
+            return pd.DataFrame(columns=SUBSET_COLUMNS)
+        return load_config(self.data, "subset").select_columns(SUBSET_COLUMNS).to_pandas()
+
+    def _version(self) -> str | None:
+        """What the practitioners' tables depend on: the store's practice version (None without practice mode)."""
+        return None if self.practice is None else self.store.practice_version()
+
+    def practitioners(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Every practitioner response and the subset as they stand (module doc: freshness)."""
         if self.practice is None:
-            return self.imported_responses
-        version = self.store.practice_version()
+            return self.imported_responses, self.imported_subset
+        version = self._version()
         with self._lock:
             if version != self._responses_version:
-                rows = self.practice.get().configs()["responses"]
+                configs = self.practice.get().configs()
+                rows, subset = configs["responses"], configs["subset"]
                 self._responses = pd.DataFrame(rows) if rows else pd.DataFrame(columns=["item_id", *RESPONSE_COLUMNS])
+                self._subset = pd.DataFrame(subset)[SUBSET_COLUMNS] if subset else pd.DataFrame(columns=SUBSET_COLUMNS)
                 self._responses_version = version
-            return self._responses
+            return self._responses, self._subset
+
+    def responses(self) -> pd.DataFrame:
+        """Every practitioner response as it stands (module doc: freshness)."""
+        return self.practitioners()[0]
+
+    def items(self) -> pd.DataFrame:
+        """The browse table (:func:`browse.item_table`), rebuilt when the practice version changes."""
+        version = self._version()
+        with self._lock:
+            if self._items is not None and version == self._items_version:
+                return self._items
+        responses, subset = self.practitioners()
+        table = browse.item_table(self.corpus, responses, subset)
+        with self._lock:
+            self._items, self._items_version = table, version
+        return table
+
+    def correct(self, model: str) -> pd.Series | None:
+        """The model's correctness by item id, from its one run (None: no outputs); the last
+        :data:`MODELS_KEPT` models' are kept, each until the model's chosen run changes."""
+        run = self.outputs.runs().get(model)
+        if run is None:
+            return None
+        with self._lock:
+            if run in self._correct:
+                self._correct.move_to_end(run)
+                return self._correct[run]
+        rows = self.outputs.of(model, ["item_id", "correct"])
+        series = pd.Series(rows["correct"].astype(bool).to_numpy(), index=rows["item_id"].astype(str).to_numpy())
+        with self._lock:
+            self._correct[run] = series
+            while len(self._correct) > MODELS_KEPT:
+                self._correct.popitem(last=False)
+        return series
+
+    def models(self, board: pd.DataFrame) -> list[str]:
+        """The models with outputs, the leading comparable model of ``board`` (``Board.frame()``) first."""
+        return browse.model_choices(board, self.outputs.runs())
+
+    def browse(self, filters: browse.Filters, model: str | None = None, number: int = 1) -> browse.Page:
+        """Page ``number`` of the items matching ``filters``, outcomes for ``model`` (module doc: independence)."""
+        if filters.outcome is not None and not model:
+            raise ValueError("choose a model for the outcome filter")
+        correct = self.correct(model) if model else None
+        selected = browse.select(self.items(), filters, open_block_items(self.store, self.raters), correct)
+        return browse.page(selected, number)
 
     def withheld(self, item_id: str) -> bool:
         """Whether the item is in a practitioner block still being answered (module doc: independence)."""
@@ -146,7 +236,8 @@ class Explorer:
         responses = everyone[everyone["item_id"] == item_id]
         columns = [c for c in [*RESPONSE_COLUMNS, "source"] if c in responses]
         responses = responses[columns].copy()
-        outputs = self.outputs.on([item_id], OUTPUT_COLUMNS)
+        outputs = self.outputs.on([item_id], [*OUTPUT_COLUMNS, "letter_logprobs"])
+        outputs = outputs.join(_probabilities(outputs["letter_logprobs"]))
         outputs = outputs[[c for c in SHOWN_OUTPUT_COLUMNS if c in outputs]].copy()
         for frame in (responses, outputs):
             for col in ("selected", "prediction", "domains"):
