@@ -11,6 +11,10 @@ It behaves like the Hub where it hurts:
 - injectable failures: ``fail_next(n, status)`` (a 5xx, a 429, ``"connect"`` or ``"timeout"``, and
   ``after_commit=True`` for a commit that lands but whose answer is lost), a random ``failure_rate``
   drawn from a seeded RNG, and ``down`` (every call fails) for an outage;
+- an outage switch (``go_down``/``come_back``, or the ``outage`` block) that other processes see too:
+  ``down_flag`` is a file that exists while the Hub is down, which the stand-in harness
+  (tests/stand_in.py, ``$STAND_IN_HUB_DOWN``) reads as its model download failing; ``outages`` keeps
+  when each began and ended and ``refused_commits`` which repos a commit was refused to;
 - ``latency_s`` of sleep per call.
 
 HTTP errors are real ``HfHubHTTPError``s raised by huggingface_hub's own ``hf_raise_for_status`` from
@@ -147,6 +151,10 @@ class FakeHub:
         self._rng = random.Random(seed)
         self.clock, self._sleep = clock, sleep
         self.down: Failure | None = None  # set to a status or "connect" and every call fails
+        self.down_retry_after: float | None = None  # the Retry-After (seconds) the outage's answers carry
+        self.down_flag = self._tmp / "down"  # exists while down: the outage as processes outside this one see it
+        self.outages: list[list[float]] = []  # [began, ended] by ``clock``; an ongoing one has no end yet
+        self.refused_commits: collections.Counter[str] = collections.Counter()  # failed create_commit, by repo
         self._injected: collections.deque[Injected] = collections.deque()
         self.commit_log: list[Commit] = []
         self.calls: collections.Counter[str] = collections.Counter()  # calls made, by name
@@ -171,14 +179,30 @@ class FakeHub:
         with self._lock:
             self._injected.extend(Injected(status, names, retry_after, after_commit) for _ in range(n))
 
+    def go_down(self, failure: Failure = 503, retry_after: float | None = None) -> None:
+        """An outage begins: every call fails with ``failure`` (a 429 or 5xx answers ``Retry-After: retry_after``
+        when given), here and, through ``down_flag``, for the stand-in harness's model downloads."""
+        with self._lock:
+            self.down, self.down_retry_after = failure, retry_after
+            self.outages.append([self.clock()])
+        self.down_flag.write_text(str(failure))
+
+    def come_back(self) -> None:
+        """The outage ends: calls succeed again (injected failures and the cap aside)."""
+        self.down_flag.unlink(missing_ok=True)
+        with self._lock:
+            self.down, self.down_retry_after = None, None
+            if self.outages and len(self.outages[-1]) == 1:
+                self.outages[-1].append(self.clock())
+
     @contextlib.contextmanager
-    def outage(self, failure: Failure = 503) -> Iterator[None]:
+    def outage(self, failure: Failure = 503, retry_after: float | None = None) -> Iterator[None]:
         """Every call fails while the block runs."""
-        self.down = failure
+        self.go_down(failure, retry_after)
         try:
             yield
         finally:
-            self.down = None
+            self.come_back()
 
     def _raise(self, failure: Failure, call: str, retry_after: float | None = None) -> None:
         with self._lock:
@@ -198,7 +222,7 @@ class FakeHub:
         with self._lock:
             self.calls[call] += 1
             if self.down is not None:
-                failure: Injected | None = Injected(self.down)
+                failure: Injected | None = Injected(self.down, retry_after=self.down_retry_after)
             elif self._injected and (self._injected[0].calls is None or call in self._injected[0].calls):
                 failure = self._injected.popleft()
             elif self.failure_rate and (self.failing_calls is None or call in self.failing_calls):
@@ -293,7 +317,12 @@ class FakeHub:
         parent_commit: str | None = None,
         **_: Any,
     ) -> SimpleNamespace:
-        lost = self._gate("create_commit")
+        try:
+            lost = self._gate("create_commit")
+        except Exception:
+            with self._lock:
+                self.refused_commits[repo_id] += 1
+            raise
         with self._lock:
             if repo_id not in self._repos:
                 self._repos[repo_id] = [(hashlib.sha1(repo_id.encode()).hexdigest(), {})]

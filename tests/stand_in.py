@@ -6,8 +6,9 @@ exercised in seconds. The real harness runs in test_space_e2e.py.
 Like the harness it resumes: with ``--resume`` it skips the steps an earlier attempt finished in the
 same ``--out``. Each start appends ``model pid parent-pid first-step`` to ``$STAND_IN_STARTS``.
 ``$STAND_IN_NETWORK_FAILS=N``: the model's first N starts fail as the harness does when the Hub is down
-(a ConnectionError, exit ``EXIT_TRANSIENT``). ``$STAND_IN_DUMP``: a file each start writes its argv and
-environment to (JSON).
+(a ConnectionError, exit ``EXIT_TRANSIENT``), and so does every start while the file ``$STAND_IN_HUB_DOWN``
+exists (the fake Hub's ``down_flag``: its outage, met by the model download at start). ``$STAND_IN_DUMP``: a
+file each start writes its argv and environment to (JSON).
 """
 
 STAND_IN = r"""
@@ -28,7 +29,9 @@ with open(os.environ["STAND_IN_STARTS"], "a") as f:
 if os.environ.get("STAND_IN_DUMP"):
     Path(os.environ["STAND_IN_DUMP"]).write_text(json.dumps({"argv": sys.argv, "env": dict(os.environ)}))
 starts = [line.split()[0] for line in Path(os.environ["STAND_IN_STARTS"]).read_text().splitlines()]
-if starts.count(a.model) <= int(os.environ.get("STAND_IN_NETWORK_FAILS", "0")):
+hub_down = os.environ.get("STAND_IN_HUB_DOWN")  # the fake Hub's outage flag
+network_fails = int(os.environ.get("STAND_IN_NETWORK_FAILS", "0"))
+if starts.count(a.model) <= network_fails or (hub_down and Path(hub_down).exists()):
     from tcmqa.harness import EXIT_TRANSIENT
     print("ConnectionError: huggingface.co is unreachable", file=sys.stderr)
     sys.exit(EXIT_TRANSIENT)
