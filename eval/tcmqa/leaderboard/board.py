@@ -40,13 +40,12 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tcmqa.leaderboard import uncertainty
+from tcmqa.leaderboard import outcomes, uncertainty
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
 from tcmqa.schema import RESULT_COLUMNS
@@ -198,12 +197,14 @@ def merge(
     data_fingerprint: str | None = None,
     protocol: str = PROTOCOL,
     correctness: uncertainty.Correctness | None = None,
+    marks: dict[tuple[uncertainty.Key, uncertainty.Key], str] | None = None,
 ) -> pd.DataFrame:
     """Reported + reference + evaluated rows, in board columns with a Comparison label, board order.
 
     ``data_fingerprint``: the board's reference data (default: :func:`reference_fingerprint`).
-    ``correctness``: per-item correctness by (model, revision) (:func:`uncertainty.read_part`), for the
-    separation marks; None or a missing key: no mark.
+    ``correctness``: per-item correctness by (model, revision) (:class:`tcmqa.leaderboard.outcomes.ByKey`), for
+    the separation marks; None or a missing key: no mark. ``marks``: the marks' cache
+    (:func:`uncertainty.separation_marks`).
     """
     rows = [r for r in evaluated if r.get("origin") != "reported"]  # the paper's rows come from the CSV
     reference = data_fingerprint or reference_fingerprint(rows, protocol)
@@ -218,7 +219,7 @@ def merge(
         for r in rows
     ]
     ranked = [r for r in rows if r["comparison"] == COMPARABLE]
-    for r, mark in zip(ranked, uncertainty.separation_marks(ranked, correctness or {}), strict=True):
+    for r, mark in zip(ranked, uncertainty.separation_marks(ranked, correctness or {}, marks), strict=True):
         r[SEPARATION] = mark
     references = [human_row(protocol="paper", comparison=PAPER)]
     humans = [r["human_reference"] for r in rows if r["comparison"] == COMPARABLE and r.get("human_reference")]
@@ -317,14 +318,15 @@ class Board:
         self.data_fingerprint = data_fingerprint
         self.protocol = protocol
         self.practice = practice  # a tcmqa.leaderboard.practice.Practice: the reference grows with its responses
+        self.reference = outcomes.shared(store)  # every run's per-item correctness: the refresh reads no output row
         self._lock = threading.Lock()
         self._version: str | None = None
         self._frame = merge([], data_fingerprint, protocol)
-        self._parts: dict[Path, tuple[int, dict[uncertainty.Key, pd.Series]]] = {}  # path -> (mtime, correctness)
+        self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], str] = {}  # pairs tested (their runs unchanged)
 
     def _rows(self) -> list[dict[str, Any]]:
         """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference
-        recomputed on the subset as it stands (the imported study plus the Space's own responses)."""
+        on the subset as it stands (the imported study plus the Space's own responses)."""
         rows = self.store.results()
         if self.practice is not None:
             try:
@@ -333,31 +335,17 @@ class Board:
                 logging.getLogger("tcmqa.board").exception("recomputing the practitioners' reference failed")
         return rows
 
-    def _correctness(self) -> dict[uncertainty.Key, pd.Series]:
-        """Per-item correctness of every recorded run under the board's protocol, for the separation marks.
-
-        Each outputs part is read once (a job's parts are written once); a failure costs the marks only.
-        """
-        try:
-            cached, self._parts = self._parts, {}
-            for path in self.store.outputs_files():
-                mtime = path.stat().st_mtime_ns
-                entry = cached.get(path)
-                self._parts[path] = (
-                    entry if entry and entry[0] == mtime else (mtime, uncertainty.read_part(path, self.protocol))
-                )
-            return uncertainty.combine(correctness for _, correctness in self._parts.values())
-        except Exception:
-            logging.getLogger("tcmqa.board").exception("reading the recorded outputs failed: no separation marks")
-            return {}
-
     def frame(self) -> pd.DataFrame:
-        version = self.store.version()
+        version = f"{self.store.version()}|{self.store.outcomes_version()}"
         if self.practice is not None:
             version += "|" + self.store.practice_version()
         with self._lock:
             if version != self._version:
-                self._frame = merge(self._rows(), self.data_fingerprint, self.protocol, self._correctness())
+                added, removed = self.reference.outcomes.refresh()
+                if added or removed:  # a run re-recorded or withdrawn: its pairs are tested again
+                    self._marks.clear()
+                correctness = outcomes.ByKey(self.reference.outcomes)
+                self._frame = merge(self._rows(), self.data_fingerprint, self.protocol, correctness, self._marks)
                 self._version = version
             return self._frame
 

@@ -47,7 +47,7 @@ class Run:
     source: str  # RECORDED (a job of the store) or PUBLISHED (the data's outputs config)
     n_items: int
     at: float  # when it was recorded (or published, by its results row's date); 0 unknown
-    files: tuple[Path, ...] = ()  # a recorded run's parts
+    job: str = ""  # a recorded run's job (its parts: ``Store.outputs_files(job)``)
 
 
 def choose(runs: Iterable[Run], n_scored: int | None = None) -> dict[str, Run]:
@@ -63,52 +63,13 @@ def choose(runs: Iterable[Run], n_scored: int | None = None) -> dict[str, Run]:
 
 
 def recorded_runs(store: Store) -> list[Run]:
-    """The runs recorded in the store: one per job with outputs parts (model and revision read from its rows)."""
-    jobs = {job.id: job for job in store.jobs()}
-    by_job: dict[str, list[Path]] = {}
-    for path in store.outputs_files():
-        by_job.setdefault(path.parent.name, []).append(path)
-    runs = []
-    for job_id, files in by_job.items():
-        table = ds.dataset([str(f) for f in files], format="parquet").to_table(columns=["model", "revision", "item_id"])
-        if not len(table):
-            continue
-        job = jobs.get(job_id)
-        model = table["model"][0].as_py() or (job.model if job else job_id)
-        revision = table["revision"][0].as_py() or (job.revision if job else "")
-        at = float(job.updated_at or 0) if job else 0.0
-        n_items = len(pc.unique(table["item_id"]))
-        runs.append(Run(str(model), str(revision or ""), RECORDED, n_items, at, tuple(files)))
-    return runs
-
-
-def recorded_outputs(store: Store, columns: Sequence[str] = ("model", "item_id", "correct")) -> pd.DataFrame:
-    """Every recorded run's rows (``columns``), with ``revision`` (the rows' own, else their job's), ``job_id``
-    and ``recorded_at`` (the job's finish):
-    the rows of one results row are those of its (model, revision), never another revision's."""
-    jobs = {job.id: job for job in store.jobs()}
-    read = list(dict.fromkeys(["model", "item_id", *columns, "revision"]))
-    parts = []
-    for path in store.outputs_files():
-        frame = pd.read_parquet(path, columns=read)
-        job = jobs.get(path.parent.name)
-        fallback = job.revision if job else ""
-        frame["revision"] = frame["revision"].fillna(fallback).replace("", fallback).astype(str)
-        parts.append(frame.assign(job_id=path.parent.name, recorded_at=float(job.updated_at or 0) if job else 0.0))
-    if not parts:
-        return pd.DataFrame(columns=[*read, "job_id", "recorded_at"])
-    return pd.concat(parts, ignore_index=True)
-
-
-def rows_of(outputs: pd.DataFrame, model: str | None, revision: str | None) -> pd.DataFrame:
-    """The rows of one results row's run in :func:`recorded_outputs`: its model at its revision (a row that
-    recorded no revision: the model's latest recorded job), one row per item."""
-    mine = outputs[outputs["model"] == model]
-    if revision:
-        mine = mine[mine["revision"] == str(revision)]
-    elif len(mine):
-        mine = mine[mine["job_id"] == mine.sort_values("recorded_at")["job_id"].iloc[-1]]
-    return mine.drop_duplicates("item_id", keep="last")
+    """The runs recorded in the store with per-item correctness, one per job: the store's outcome index
+    (aggregated when each was recorded, :mod:`tcmqa.store.outcomes`), so listing them reads no output row."""
+    return [
+        Run(info.model, info.revision, RECORDED, info.n_items, float(info.at or 0), info.run)
+        for info in store.outcome_index().values()
+        if info.source == RECORDED
+    ]
 
 
 def _published_table(data: str) -> ds.Dataset | pa.Table | None:
@@ -208,7 +169,7 @@ class ModelOutputs:
         for run in runs.values():
             if run.source != RECORDED:
                 continue
-            table = ds.dataset([str(f) for f in run.files], format="parquet").to_table(
+            table = ds.dataset([str(f) for f in self.store.outputs_files(run.job)], format="parquet").to_table(
                 columns=read, filter=pc.field("item_id").isin(wanted)
             )
             parts.append(table.to_pandas().assign(model=run.model, revision=run.revision, source=RECORDED))
@@ -227,7 +188,9 @@ class ModelOutputs:
         if run is None:
             return pd.DataFrame(columns=read)
         if run.source == RECORDED:
-            table = ds.dataset([str(f) for f in run.files], format="parquet").to_table(columns=read)
+            table = ds.dataset([str(f) for f in self.store.outputs_files(run.job)], format="parquet").to_table(
+                columns=read
+            )
         else:
             source = _published_table(self.data) if self.data else None
             if source is None:

@@ -22,18 +22,13 @@ practitioners) are not tested.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow.parquet as pq
 
 from tcmqa.stats import mcnemar
-
-log = logging.getLogger("tcmqa.board")
 
 ALPHA = 0.05  # a row is "≈" (not separated from the row above) when the paired test's p >= ALPHA
 SIMILAR = "≈"
@@ -58,37 +53,6 @@ def p_text(p: float) -> str:
     return f"{p:.2g}"
 
 
-def read_part(path: Path, protocol: str) -> dict[Key, pd.Series]:
-    """One outputs part's per-item correctness by (model, revision), rows of ``protocol`` only.
-
-    Reads only the columns it needs; a part without correctness (a stand-in harness's) gives {}.
-    """
-    names = set(pq.read_schema(path).names)
-    if not {"model", "item_id", "correct"} <= names:
-        log.debug("%s has no per-item correctness: no separation mark from it", path)
-        return {}
-    columns = [c for c in ("model", "revision", "protocol", "item_id", "correct") if c in names]
-    frame = pq.read_table(path, columns=columns).to_pandas()
-    if "protocol" in frame:
-        frame = frame[frame["protocol"] == protocol]
-    revisions = frame["revision"] if "revision" in frame else [None] * len(frame)
-    keys = pd.Series([key(m, r) for m, r in zip(frame["model"], revisions)], index=frame.index)
-    return {k: group.set_index("item_id")["correct"].astype(bool) for k, group in frame.groupby(keys, sort=False)}
-
-
-def combine(parts: Iterable[Mapping[Key, pd.Series]]) -> dict[Key, pd.Series]:
-    """Parts of the same (model, revision) joined; an item scored twice keeps its last record."""
-    joined: dict[Key, list[pd.Series]] = {}
-    for part in parts:
-        for k, series in part.items():
-            joined.setdefault(k, []).append(series)
-    out = {}
-    for k, pieces in joined.items():
-        series = pd.concat(pieces)
-        out[k] = series[~series.index.duplicated(keep="last")]
-    return out
-
-
 def mark(below: pd.Series, above: pd.Series) -> str:
     """'≈ (p=0.41)' when the paired test does not separate the two rows, else 'p=0.003'; '' with no common item."""
     common = below.index.intersection(above.index)
@@ -98,16 +62,28 @@ def mark(below: pd.Series, above: pd.Series) -> str:
     return f"{SIMILAR} (p={p_text(p)})" if p >= ALPHA else f"p={p_text(p)}"
 
 
-def separation_marks(rows: Sequence[Mapping[str, Any]], correctness: Correctness) -> list[str]:
+def separation_marks(
+    rows: Sequence[Mapping[str, Any]], correctness: Correctness, cache: dict[tuple[Key, Key], str] | None = None
+) -> list[str]:
     """Each row's mark against the next better row by Full (``rows``: the comparable evaluated rows).
 
-    A row without Full, or without outputs on either side of a pair, gets ''.
+    A row without Full, or without outputs on either side of a pair, gets ''. ``cache``: marks of pairs
+    tested before (a pair's outputs do not change; its owner clears it when they do), so a refresh
+    tests only the pairs a new row made.
     """
     ranked = sorted((i for i, r in enumerate(rows) if pd.notna(r.get("full"))), key=lambda i: -float(rows[i]["full"]))
     marks = [""] * len(rows)
     for above, below in pairwise(ranked):
-        upper = correctness.get(key(rows[above]["model"], rows[above].get("revision")))
-        lower = correctness.get(key(rows[below]["model"], rows[below].get("revision")))
+        pair = (
+            key(rows[above]["model"], rows[above].get("revision")),
+            key(rows[below]["model"], rows[below].get("revision")),
+        )
+        if cache is not None and pair in cache:
+            marks[below] = cache[pair]
+            continue
+        upper, lower = correctness.get(pair[0]), correctness.get(pair[1])
         if upper is not None and lower is not None:
             marks[below] = mark(lower, upper)
+        if cache is not None:
+            cache[pair] = marks[below]
     return marks

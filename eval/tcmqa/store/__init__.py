@@ -28,6 +28,7 @@ the connection core:
     tcmqa.store.results     results rows, outputs and probes parts, results imported from the Hub
     tcmqa.store.outbox      the publication outbox, the mirrors' status changes and key-value state
     tcmqa.store.practice    practitioner mode's transactions
+    tcmqa.store.outcomes    each run's per-item correctness as bitmaps (what the board counts)
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from tcmqa.store.core import _MIGRATE_LOCK, store_url
 from tcmqa.store.jobs import FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_job
 from tcmqa.store.migrations import MIGRATIONS
 from tcmqa.store.outbox import OutboxStore, Publication
+from tcmqa.store.outcomes import Outcome, OutcomesStore
 from tcmqa.store.practice import DailyCapReached, PracticeStore
 from tcmqa.store.queue import DuplicateError, QueueStore, RateLimited
 from tcmqa.store.results import IMPORTED_USER, PROBES_CACHE, ResultsStore
@@ -71,6 +73,7 @@ __all__ = [
     "DailyCapReached",
     "DuplicateError",
     "Job",
+    "Outcome",
     "Publication",
     "RateLimited",
     "SQLiteStore",
@@ -92,7 +95,7 @@ __all__ = [
 ]
 
 
-class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, AdminStore):
+class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, AdminStore, OutcomesStore):
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 
     Each process opens its own ``Store`` (and so its own engine); every method is one short

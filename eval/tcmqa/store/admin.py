@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from tcmqa.store.jobs import FAILED, FINISHED, PENDING, RUNNING, Job, JobRows
-from tcmqa.store.tables import jobs_t, outputs_t, probes_t, publications_t, results_t
+from tcmqa.store.tables import jobs_t, outcomes_t, outputs_t, probes_t, publications_t, results_t
 
 
 class NotAllowed(Exception):
@@ -59,4 +59,5 @@ class AdminStore(JobRows):
             job = self._move(conn, job_id, (FINISHED,), FAILED, f"withdrawn by {admin}: {reason}")
             for table in (results_t, outputs_t, probes_t, publications_t):
                 conn.execute(sa.delete(table).where(table.c.job_id == job_id))
+            conn.execute(sa.delete(outcomes_t).where(outcomes_t.c.run == job_id))
             return job

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 
 _SUBMIT_LOCK = 0x74636D71  # PostgreSQL advisory lock keys ("tcmq")
 _MIGRATE_LOCK = _SUBMIT_LOCK + 1
+_ITEMS_LOCK = _SUBMIT_LOCK + 2  # numbering new items (tcmqa.store.outcomes)
 # PostgreSQL: a dead server, a hung statement or a transaction left open must not stall a worker past its own
 # time limits. Set in the URL to change them (libpq's own parameters): ?connect_timeout=5 or
 # ?options=-c statement_timeout=30000 -c idle_in_transaction_session_timeout=30000 (milliseconds).

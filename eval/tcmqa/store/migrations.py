@@ -18,7 +18,9 @@ from tcmqa.store.jobs import FINISHED
 from tcmqa.store.tables import (
     _PRACTICE_TABLES_5,
     _partial_index,
+    item_keys_t,
     jobs_t,
+    outcomes_t,
     outputs_t,
     practice_assignments_t,
     practice_blocks_t,
@@ -154,6 +156,26 @@ def _migration_6(conn: Connection, store: Store) -> None:
     conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0"))
 
 
+def _migration_7(conn: Connection, store: Store) -> None:
+    """Each run's outcome bitmaps (tcmqa.store.outcomes), aggregated from the outputs parts of every finished job."""
+    from tcmqa.store.outcomes import RECORDED
+
+    item_keys_t.create(conn, checkfirst=True)
+    outcomes_t.create(conn, checkfirst=True)
+    finished = conn.execute(
+        sa.select(jobs_t.c.id, jobs_t.c.model, jobs_t.c.revision, jobs_t.c.protocol, results_t.c.recorded_at)
+        .join(results_t, results_t.c.job_id == jobs_t.c.id)
+        .where(jobs_t.c.status == FINISHED)
+    ).all()
+    for job_id, model, revision, protocol, recorded_at in finished:
+        parts = conn.execute(
+            sa.select(outputs_t.c.data).where(outputs_t.c.job_id == job_id).order_by(outputs_t.c.part)
+        ).scalars()
+        store._record_outcome(
+            conn, job_id, RECORDED, recorded_at or 0.0, list(parts), model=model, revision=revision, protocol=protocol
+        )
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
@@ -161,4 +183,5 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_4,
     _migration_5,
     _migration_6,
+    _migration_7,
 ]  # version i+1 = MIGRATIONS[i]

@@ -43,23 +43,27 @@ class ResultsStore(JobRows):
             count, last = conn.execute(sa.select(sa.func.count(), sa.func.max(results_t.c.recorded_at))).one()
         return f"{count}:{last}"
 
-    def outputs_files(self) -> list[Path]:
-        """Local paths of every recorded outputs part, materialised from the database into ``cache_dir``.
+    def outputs_files(self, job_id: str | None = None) -> list[Path]:
+        """Local paths of every recorded outputs part (of one job, given ``job_id``), materialised from the
+        database into ``cache_dir``.
 
         Files are ``<cache_dir>/<job id>/part-NNNNN.parquet``; a job's folder is written once, atomically
         (a temporary folder renamed into place), and reused while it is complete.
         """
-        return self._part_files(outputs_t, self.cache_dir)
+        return self._part_files(outputs_t, self.cache_dir, job_id)
 
     def probes_files(self) -> list[Path]:
         """Local paths of every recorded probes part (the ``probes`` config), like :meth:`outputs_files`:
         ``<cache_dir>/probes/<job id>/part-NNNNN.parquet``."""
         return self._part_files(probes_t, self.cache_dir / PROBES_CACHE)
 
-    def _part_files(self, table: sa.Table, folder: Path) -> list[Path]:
-        """The parts of ``table`` as files under ``folder``, one subfolder per job."""
+    def _part_files(self, table: sa.Table, folder: Path, job_id: str | None = None) -> list[Path]:
+        """The parts of ``table`` (of one job, given ``job_id``) as files under ``folder``, one subfolder per job."""
+        query = sa.select(table.c.job_id, table.c.part).order_by(table.c.job_id, table.c.part)
+        if job_id is not None:
+            query = query.where(table.c.job_id == job_id)
         with self._read() as conn:
-            listed = conn.execute(sa.select(table.c.job_id, table.c.part).order_by(table.c.job_id, table.c.part)).all()
+            listed = conn.execute(query).all()
         by_job: dict[str, list[int]] = {}
         for job_id, part in listed:
             by_job.setdefault(job_id, []).append(part)

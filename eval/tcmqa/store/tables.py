@@ -55,6 +55,27 @@ def _parts_table(name: str) -> sa.Table:
 
 outputs_t = _parts_table("outputs")  # the ``outputs`` config's rows of each job
 probes_t = _parts_table("probes")  # the ``probes`` config's rows of each job (tcmqa.probes)
+# Each run's per-item correctness as two bitmaps over the item numbering (tcmqa.store.outcomes; migration 7).
+item_keys_t = sa.Table(
+    "item_keys",
+    _meta,
+    sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),  # the item's number: its bit
+    sa.Column("item_id", _T, nullable=False, unique=True),
+)
+outcomes_t = sa.Table(
+    "outcomes",
+    _meta,
+    sa.Column("run", _T, primary_key=True),  # the job id; "published:<model>@<revision>" for a published run
+    sa.Column("model", _T, nullable=False),
+    sa.Column("revision", _T, nullable=False),
+    sa.Column("protocol", _T, nullable=False),
+    sa.Column("source", _T, nullable=False),  # "recorded" | "published"
+    sa.Column("at", _F),
+    sa.Column("n_items", sa.Integer, nullable=False),
+    sa.Column("n_correct", sa.Integer, nullable=False),
+    sa.Column("present", sa.LargeBinary, nullable=False),  # bit i: item number i answered
+    sa.Column("correct", sa.LargeBinary, nullable=False),  # bit i: item number i right
+)
 publications_t = sa.Table(
     "publications",
     _meta,

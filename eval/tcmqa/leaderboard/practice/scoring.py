@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from tcmqa.ingest import BuildReport, make_subset
-from tcmqa.leaderboard import model_outputs
+from tcmqa.leaderboard import model_outputs, outcomes
 from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore, counts
 from tcmqa.schema import DOMAINS, SPACE
 
@@ -180,25 +180,21 @@ class PracticeScoring(PracticeCore):
             return None, 0
         return 100 * sum(votes) / len(votes), len(votes)
 
+    def subset_majority(self) -> dict[str, bool]:
+        """The subset as it stands: each unflagged subset item -> whether the practitioners' majority got it right."""
+        return {
+            r["item_id"]: bool(r["majority_correct"])
+            for r in self.configs()["subset"]
+            if not self._flagged(r["item_id"])
+        }
+
     def reference_rows(self, evaluated: Sequence[dict]) -> list[dict]:
-        """Each evaluated results row with ``subset``, ``human_reference`` and ``delta_human`` recomputed
-        on the current subset config from the model's outputs in the store (rows without outputs as they were).
-        """
-        subset = {r["item_id"]: r["majority_correct"] for r in self.configs()["subset"]}
-        outputs = model_outputs.recorded_outputs(self.store)  # with each run's revision: never two mixed
-        outputs = outputs[outputs["item_id"].isin(set(subset)) & ~outputs["item_id"].map(self._flagged)]
-        out = []
-        for row in evaluated:
-            mine = model_outputs.rows_of(outputs, row.get("model"), row.get("revision"))
-            if row.get("origin") == "reported" or mine.empty:
-                out.append(row)
-                continue
-            human = 100 * sum(subset[i] for i in mine["item_id"]) / len(mine)
-            score = 100 * float(mine["correct"].mean())
-            out.append(
-                {**row, "subset": score, "human_reference": human, "delta_human": score - human, "n_subset": len(mine)}
-            )
-        return out
+        """Each evaluated results row with ``subset``, ``human_reference`` and ``delta_human`` on the current
+        subset, from the run of its model and revision (rows without outputs as they were): counts kept
+        by :class:`tcmqa.leaderboard.outcomes.Reference`, which reads no output row."""
+        reference = outcomes.shared(self.store)
+        reference.set_subset(self.subset_majority())
+        return reference.rows(evaluated)
 
     def _flagged(self, item_id: str) -> bool:
         return bool(self.items.get(item_id, {}).get("flagged"))
