@@ -438,7 +438,8 @@ def _console_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader, demo: gr.Blocks) -> None:
     """The Practitioners tab: sign in, confirm a licence, answer one item per screen (keys A–E, 1–5, Enter),
-    pause, review the finished block; admins get the study lead's console.
+    pause, review the finished block; admins get the study lead's console. Every handler is ``visitor_safe``:
+    a failure that is not a refusal reaches the page as its kind and an id, never its text.
 
     The clock of the item on screen is the server's (:class:`ItemClocks`, per account), so seconds and
     seconds paused stay right across pause, submit, reload and resume: while the page is open it says so
@@ -525,6 +526,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
     def refused(text: str, who: str | None = None) -> dict[Any, Any]:
         return {note: text, **console_view(who)}
 
+    @visitor_safe
     def start(name: str, licence: bool, number: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
         who = account(name, profile)
         if who is None:
@@ -532,7 +534,8 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         try:
             p = practice.get()
         except Exception as err:  # the data may be unreachable (an offline Hub, a missing tree): said, not raised
-            return refused(f"❌ The items could not be loaded from {settings.data}: {err}. Try again later.", who)
+            failed = reported(err, "practice_start")  # the text (a path, a host) goes to the log only
+            return refused(f"❌ The items could not be loaded from {settings.data}: {failed}. Try again later.", who)
         try:
             if licence:
                 p.confirm(who, True, number)
@@ -545,6 +548,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         except refusals as err:
             return refused(f"❌ {err}", who)
 
+    @visitor_safe
     def resume(saved_name: str | None, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
         """On page load: the signed-in (hosted) or remembered (local) account's block, where it was left."""
         who = account(saved_name, profile)
@@ -555,7 +559,8 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
                 if visitor_note.get("version") != version:
                     visitor_note.update(version=version, text=next_block_note(p, None))
                 return {next_info: visitor_note["text"]}
-            except Exception:  # the data may be unreachable: the tab says so when they start
+            except Exception as err:  # the data may be unreachable: logged; the tab says so when they start
+                reported(err, "practice_resume")
                 return {note: gr.update()}
         out: dict[Any, Any] = {note: gr.update()} if settings.hosted else {name: who}
         try:
@@ -565,6 +570,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         except refusals as err:
             return {**out, **refused(f"❌ {err}", who)}
 
+    @visitor_safe
     def submit(
         name: str,
         item: str,
@@ -616,6 +622,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         except refusals as err:
             return refused(f"❌ {err}", who)
 
+    @visitor_safe
     def pause(name: str, item: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
         """Pause or resume the item's clock; the controls show the state the server holds."""
         who = account(name, profile)
@@ -624,11 +631,13 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         paused = clocks.toggle(who, item, time.time())
         return paused_view(paused)
 
+    @visitor_safe
     def heartbeat(name: str, item: str, profile: gr.OAuthProfile | None) -> None:
         who = account(name, profile)
         if who and item:
             clocks.touch(who, item, time.time())
 
+    @visitor_safe
     def next_block(name: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
         who = account(name, profile)
         try:
@@ -650,6 +659,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         ]
         return [_console_frame(f) for f in frames]
 
+    @visitor_safe
     def console(name: str, profile: gr.OAuthProfile | None) -> list[Any]:
         try:
             return ["", *console_tables(account(name, profile))]
@@ -666,9 +676,11 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
     def refused_console(err: Exception) -> list[Any]:
         return [f"❌ {err}", *[gr.update() for _ in range(5)]]
 
+    @visitor_safe
     def exclude(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
         return set_excluded(name, who, why, profile, True)
 
+    @visitor_safe
     def include(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
         return set_excluded(name, who, why, profile, False)
 
@@ -682,6 +694,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             return refused_console(err)
         return decided(admin, f"{'Excluded' if excluded else 'Re-included'} **{who}**: {why.strip()}")
 
+    @visitor_safe
     def release(name: str, who: str, block: float | None, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
         admin, who = account(name, profile), (who or "").strip()
         if not who or block is None:
@@ -692,6 +705,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             return refused_console(err)
         return decided(admin, f"Released **{who}**'s slot in block {int(block)}: {why.strip()}")
 
+    @visitor_safe
     def reassign(
         name: str, who: str, block: float | None, slot: float | None, why: str, profile: gr.OAuthProfile | None
     ) -> list[Any]:
@@ -704,6 +718,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             return refused_console(err)
         return decided(admin, f"Slot {int(slot)} of block {int(block)} given to **{who}**: {why.strip()}")
 
+    @visitor_safe
     def export(name: str, profile: gr.OAuthProfile | None) -> tuple[str, str | None]:
         try:
             folder = tempfile.mkdtemp(prefix="tcmqa-export-")
