@@ -99,15 +99,22 @@ def part_files(run_dir: str | Path) -> list[Path]:
     return sorted(parts_dir.glob("part-*.parquet"))
 
 
+def required_parts(run_dir: str | Path) -> list[Path]:
+    """:func:`part_files` of a run that must have some: a folder without is an error naming it."""
+    parts = part_files(run_dir)
+    if not parts:
+        raise FileNotFoundError(f"no output parts (part-*.parquet) in {run_dir}; was `tcmqa eval --out` run?")
+    return parts
+
+
 def read_outputs_table(*dirs: str | Path, columns: list[str] | None = None) -> pa.Table:
-    """Output rows of one or more run folders as one Arrow table (``columns`` reads only those)."""
-    tables = []
-    for folder in dirs:
-        parts = part_files(folder)
-        if not parts:
-            raise FileNotFoundError(f"no output parts (part-*.parquet) in {folder}; was `tcmqa eval --out` run?")
-        tables.extend(pq.read_table(part, schema=_SCHEMA, columns=columns) for part in parts)
-    return pa.concat_tables(tables)
+    """Output rows of one or more run folders as one Arrow table (``columns`` reads only those).
+
+    In memory: for one run. Analyses across many runs query the parts where they lie
+    (:class:`tcmqa.outputs_query.OutputsQuery`).
+    """
+    parts = [part for folder in dirs for part in required_parts(folder)]
+    return pa.concat_tables(pq.read_table(part, schema=_SCHEMA, columns=columns) for part in parts)
 
 
 def read_outputs(*dirs: str | Path) -> pd.DataFrame:

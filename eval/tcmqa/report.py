@@ -296,8 +296,19 @@ def _sections(study: Study, n_boot: int) -> tuple[list[tuple[str, str, pd.DataFr
     return sections, skipped
 
 
-def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated: bool = False) -> Path:
+def write_report(
+    study: Study,
+    out: str | Path,
+    n_boot: int = 1000,
+    *,
+    simulated: bool = False,
+    timings: dict[str, float] | None = None,
+) -> Path:
     """Write report.md, tables/*.csv and figures/*.png + *.json under ``out``; returns report.md.
+
+    ``timings``, when given, receives the seconds of each stage (what ``bench/report_scale.py`` prints):
+    ``tables`` (computing them), ``figures`` (their data, drawing and PNG) and ``write`` (the CSV, JSON
+    and Markdown files).
 
     ``simulated``: the study was written by ``tcmqa simulate`` (:func:`is_simulated` of its inputs);
     the report's title, a banner and every figure's title then say SIMULATED.
@@ -356,7 +367,9 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated
             markdown_table(study.excluded),
             "",
         ]
+    clock = _Clock(timings)
     sections, skipped = _sections(study, n_boot)
+    clock.stage("tables")
     there = available(study)
     figures: dict[str, dict] = {}  # name -> the data drawn
     for name, figure in FIGURES.items():
@@ -406,19 +419,34 @@ def write_report(study: Study, out: str | Path, n_boot: int = 1000, *, simulated
             *[f"- {name}: {why}" for name, why in refused],
             "",
         ]
+    for name, data in figures.items():
+        fig = FIGURES[name].draw(data)
+        fig.savefig(out / "figures" / f"{name}.png", dpi=110, bbox_inches="tight", metadata={"Title": data["title"]})
+        plt.close(fig)
+    clock.stage("figures")
     for name, heading, frame, digits in sections:
         frame.to_csv(out / "tables" / f"{name}.csv", index=False)
         md += [f"## {heading}", "", markdown_table(frame, digits), ""]
     for name, data in figures.items():
-        figure = FIGURES[name]
         (out / "figures" / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        fig = figure.draw(data)
-        fig.savefig(out / "figures" / f"{name}.png", dpi=110, bbox_inches="tight", metadata={"Title": data["title"]})
-        plt.close(fig)
         md += [f"## {data['title']}", "", f"![{name}](figures/{name}.png)", ""]
     path = out / "report.md"
     path.write_text("\n".join(md), encoding="utf-8")
+    clock.stage("write")
     return path
+
+
+class _Clock:
+    """Seconds per stage into ``timings`` (each stage: since the previous one ended); None: not timed."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings, self.last = timings, time.perf_counter()
+
+    def stage(self, name: str) -> None:
+        now = time.perf_counter()
+        if self.timings is not None:
+            self.timings[name] = self.timings.get(name, 0.0) + now - self.last
+        self.last = now
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -439,8 +467,9 @@ def main(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     study = load_study(args.data, args.outputs)  # warns, naming them, about runs on other data
     simulated = is_simulated(args.data, args.outputs)
+    timings = {"load": time.perf_counter() - start}
     try:
-        path = write_report(study, args.out, args.n_boot, simulated=simulated)
+        path = write_report(study, args.out, args.n_boot, simulated=simulated, timings=timings)
     except ValueError as err:
         raise SystemExit(f"tcmqa report: {err}") from err
     left_out = f"; left out {len(study.excluded)} runs on other data" if len(study.excluded) else ""
@@ -448,6 +477,6 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"wrote {path}{f' over {SIMULATED} data' if simulated else ''} "
         f"({len(study.models)} models, {study.covered.sum():,} output rows{left_out}) "
-        f"in {time.perf_counter() - start:.1f}s"
+        f"in {time.perf_counter() - start:.1f}s ({', '.join(f'{k} {v:.1f}s' for k, v in timings.items())})"
     )
     return 0

@@ -1,9 +1,13 @@
 """One loader for the analyses: configs and model runs as aligned item × model arrays.
 
 Every table and figure is a reduction over the same few matrices (items along rows, models along
-columns), so they are built once here. A local tree is read with pyarrow, column by column (1.1 M
-output rows load in seconds); a Hub id goes through ``load_config``. A model need not cover every
-item: ``covered`` says which cells hold an output, and every statistic uses covered cells only.
+columns), so they are built once here, compact: bool and float32, and the multi-answer scores
+(precision, recall, F1, |ŷ|) for the multi-answer items only, the only items they are read on.
+The configs of a local tree are read with pyarrow, a Hub id through ``load_config``; the runs' output
+parts are queried where they lie (:class:`tcmqa.outputs_query.OutputsQuery`), only the columns and
+items the matrices need, streamed into them (1,000 models × 38,279 items: docs/benchmarks.md, "Report
+at scale"). A model need not cover every item: ``covered`` says which cells hold an output, and every
+statistic uses covered cells only. A run with two outputs for one scored item is an error naming it.
 
 A run computed on other data is left out, by name, into ``Study.excluded``: its ``results.json``
 records another data fingerprint than this data's (the fingerprint of every scorable item,
@@ -35,10 +39,13 @@ import pyarrow.parquet as pq
 
 from tcmqa.data import has_config, load_config
 from tcmqa.harness import data_fingerprint
-from tcmqa.outputs import OUTPUTS_DIR, RESULTS_FILE, read_outputs_table
+from tcmqa.outputs import OUTPUTS_DIR, RESULTS_FILE
+from tcmqa.outputs_query import OutputsQuery
 from tcmqa.schema import RESPONSES, SUBSET
 
-_OUTPUT_COLUMNS = ["model", "item_id", "correct", "precision", "recall", "f1", "prediction", "lp_correct", "margin"]
+# Study matrix -> its value per output row (SQL over the outputs view): every item, and multi-answer items
+_CELLS = {"correct": "coalesce(correct, false)", "lp_correct": "coalesce(lp_correct, false)", "margin": "margin"}
+_MULTI_CELLS = {"precision": "precision", "recall": "recall", "f1": "f1", "pred_size": "len(prediction)"}
 _CORPUS_COLUMNS = ["id", "question", "options", "answer", "answer_type", "explanation", "source_difficulty", "flagged"]
 # what data_fingerprint hashes, per item
 _FINGERPRINT_COLUMNS = ["id", "question", "options", "answer", "answer_type"]
@@ -59,10 +66,11 @@ class Study:
     correct: np.ndarray  # items × models, exact match (False where not covered)
     lp_correct: np.ndarray
     margin: np.ndarray  # float32, NaN where not covered
-    precision: np.ndarray  # float32, NaN where not covered
+    # multi-answer items (rows: np.flatnonzero(multi)) × models, float32, NaN where not covered
+    precision: np.ndarray
     recall: np.ndarray
     f1: np.ndarray
-    pred_size: np.ndarray  # letters predicted, NaN where not covered
+    pred_size: np.ndarray  # letters predicted
     subset_rows: np.ndarray  # row of each subset item in the matrices (-1: not scored)
     data_fingerprint: str = ""  # of the scored items (tcmqa.harness.data_fingerprint)
     excluded: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=EXCLUDED_COLUMNS))  # other data
@@ -177,55 +185,15 @@ def load_study(data: str | Path, outputs: Sequence[str | Path] = ()) -> Study:
 
     scored = corpus[~corpus["flagged"]]
     item_ids = scored["id"].to_numpy()
-    index = pd.Index(item_ids)
+    multi = (scored["answer_type"] == "multi").to_numpy()
     runs = run_dirs(list(outputs)) if outputs else []
-    n, m = len(item_ids), len(runs)
-    covered = np.zeros((n, m), dtype=bool)
-    correct, lp_correct = np.zeros((n, m), dtype=bool), np.zeros((n, m), dtype=bool)
-    floats = {
-        k: np.full((n, m), np.nan, dtype=np.float32) for k in ("margin", "precision", "recall", "f1", "pred_size")
-    }
-    metas, excluded, kept = [], [], np.ones(m, dtype=bool)
-    for j, run in enumerate(runs):
-        meta = _results(run)
-        table = read_outputs_table(run, columns=_OUTPUT_COLUMNS)
-        model = table["model"][0].as_py() if len(table) else meta.get("model") or run.name
-        rows = index.get_indexer(table["item_id"].to_numpy(zero_copy_only=False))
-        keep = rows >= 0  # outputs for flagged or unknown items do not count
-        recorded = meta.get("data_fingerprint")
-        reason = None
-        if recorded and recorded != fingerprint:
-            reason = f"its data fingerprint {recorded} is not this data's ({fingerprint})"
-        elif not recorded and not keep.any():
-            reason = f"none of its {len(table):,} output rows is a scored item of this data"
-        if reason:
-            kept[j] = False
-            excluded.append(
-                {
-                    "model": model,
-                    "run": str(run),
-                    "data": meta.get("data"),
-                    "data_fingerprint": recorded,
-                    "reason": reason,
-                }
-            )
-            continue
-        rows = rows[keep]
-        covered[rows, j] = True
-        correct[rows, j] = table["correct"].to_numpy(zero_copy_only=False)[keep]
-        lp_correct[rows, j] = table["lp_correct"].to_numpy(zero_copy_only=False)[keep]
-        for k in ("margin", "precision", "recall", "f1"):
-            floats[k][rows, j] = table[k].to_numpy(zero_copy_only=False)[keep]
-        floats["pred_size"][rows, j] = pc.list_value_length(table["prediction"]).to_numpy(zero_copy_only=False)[keep]
-        metas.append(_run_meta(run, model, meta))
+    matrices, metas, excluded = _read_runs(runs, item_ids, multi, fingerprint)
     if excluded:
         warnings.warn(
             f"left out {len(excluded)} run(s) computed on other data: "
             + "; ".join(f"{e['model']} ({e['run']})" for e in excluded),
             stacklevel=2,
         )
-        covered, correct, lp_correct = covered[:, kept], correct[:, kept], lp_correct[:, kept]
-        floats = {k: v[:, kept] for k, v in floats.items()}
     models = pd.DataFrame(metas, columns=["model", "family", "params_b", "engine", "run"])
     models["model"] = unique_names(models)
     return Study(
@@ -234,12 +202,67 @@ def load_study(data: str | Path, outputs: Sequence[str | Path] = ()) -> Study:
         subset=subset,
         models=models,
         item_ids=item_ids,
-        multi=(scored["answer_type"] == "multi").to_numpy(),
-        covered=covered,
-        correct=correct,
-        lp_correct=lp_correct,
-        subset_rows=index.get_indexer(subset["item_id"]),
+        multi=multi,
+        subset_rows=pd.Index(item_ids).get_indexer(subset["item_id"]),
         data_fingerprint=fingerprint,
         excluded=pd.DataFrame(excluded, columns=EXCLUDED_COLUMNS),
-        **floats,
+        **matrices,
     )
+
+
+def _read_runs(
+    runs: list[Path], item_ids: np.ndarray, multi: np.ndarray, fingerprint: str
+) -> tuple[dict[str, np.ndarray], list[dict], list[dict]]:
+    """The Study matrices of the runs computed on this data (one column each, in run order), their
+    models' metadata, and the runs left out with the reason (see the module docstring)."""
+    n, n_multi = len(item_ids), int(multi.sum())
+    if not runs:
+        empty = {k: np.zeros((n, 0), dtype=bool) for k in ("covered", "correct", "lp_correct")}
+        floats = {k: np.zeros((n_multi, 0), dtype=np.float32) for k in _MULTI_CELLS}
+        return {**empty, "margin": np.zeros((n, 0), dtype=np.float32), **floats}, [], []
+    items = pa.table(
+        {
+            "item_id": pa.array(item_ids, pa.string()),
+            "row": pa.array(np.arange(n), pa.int32()),
+            "multi_row": pa.array(np.cumsum(multi) - 1, pa.int32(), mask=~multi),
+        }
+    )
+    with OutputsQuery(runs, items) as query:
+        heads = query.run_heads()
+        metas, excluded, kept = [], [], []
+        for j, run in enumerate(runs):
+            meta = _results(run)
+            model = heads.at[j, "model"] if heads.at[j, "n_rows"] else meta.get("model") or run.name
+            recorded = meta.get("data_fingerprint")
+            reason = None
+            if recorded and recorded != fingerprint:
+                reason = f"its data fingerprint {recorded} is not this data's ({fingerprint})"
+            elif not recorded and not heads.at[j, "n_scored"]:
+                reason = f"none of its {heads.at[j, 'n_rows']:,} output rows is a scored item of this data"
+            if reason:
+                excluded.append(
+                    {"model": model, "run": str(run), "data": meta.get("data"), "data_fingerprint": recorded,
+                     "reason": reason}
+                )  # fmt: skip
+            else:
+                kept.append(j)
+                metas.append(_run_meta(run, model, meta))
+        m = len(kept)
+        matrices = {k: np.zeros((n, m), dtype=bool) for k in ("covered", *_CELLS)}
+        matrices["margin"] = np.full((n, m), np.nan, dtype=np.float32)
+        matrices.update({k: np.full((n_multi, m), np.nan, dtype=np.float32) for k in _MULTI_CELLS})
+        flat = {k: v.reshape(-1) for k, v in matrices.items()}  # views: writes land in the matrices
+        for cells, values in query.cells(_CELLS, kept):
+            flat["covered"][cells] = True
+            for k, v in values.items():
+                flat[k][cells] = v
+        for cells, values in query.cells(_MULTI_CELLS, kept, row="multi_row"):
+            for k, v in values.items():
+                flat[k][cells] = v
+    twice = np.flatnonzero(matrices["covered"].sum(axis=0) != heads["n_scored"].to_numpy()[kept])
+    if len(twice):
+        raise ValueError(
+            "runs with two output rows for one scored item (a part written twice?): "
+            + ", ".join(str(runs[kept[k]]) for k in twice)
+        )
+    return matrices, metas, excluded

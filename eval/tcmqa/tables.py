@@ -126,7 +126,7 @@ def multi_answer(study: Study) -> pd.DataFrame:
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a partial run may cover no multi-answer item
         means = {
-            k: np.nanmean(getattr(study, k)[multi], axis=0) if len(multi) else np.full(len(study.models), np.nan)
+            k: np.nanmean(getattr(study, k), axis=0) if len(multi) else np.full(len(study.models), np.nan)
             for k in ("precision", "recall", "f1", "pred_size")
         }
     table = study.models[["model"]].assign(

@@ -1,0 +1,108 @@
+"""Bench: ``tcmqa report`` at scale: M = 100, 300 and 1,000 SIMULATED models x 38,279 items.
+
+    .venv/bin/python bench/report_scale.py [--models 100 300 1000] [--root DIR] [--n-boot 1000]
+
+One SIMULATED study of max(M) models is written once (``tcmqa simulate``'s own code, the paper's 29
+reported rows cycled with jittered targets; cached under ``--root``); the report over its first M runs
+is then made for each M in a fresh child process (so each peak RSS is that report's alone), timing
+each stage: load (``load_study``: the outputs queried where they lie), tables, figures (their data,
+drawing and PNG) and write (CSV, JSON, report.md). Prints one row per M, items/s (output rows per
+second of the whole report), and the CPU. Targets at M = 1,000 on 2 cores: under 2 minutes and 4 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def scaled_models(m: int, seed: int = 0) -> pd.DataFrame:
+    """``m`` simulated models: the paper's 29 rows, then copies of them (``<name>-v<k>``) with targets
+    jittered by up to 3 points, so that accuracies differ as on a real board."""
+    from tcmqa.simulate import reported_models
+
+    base = reported_models()[["model", "family", "params_b", "single", "multi"]]
+    rows = base.iloc[np.arange(m) % len(base)].reset_index(drop=True)
+    copy = np.arange(m) // len(base)
+    rows["model"] = [name if k == 0 else f"{name}-v{k}" for name, k in zip(rows["model"], copy)]
+    jitter = np.random.default_rng(seed).uniform(-3, 3, (m, 2)) * (copy > 0)[:, None]
+    rows[["single", "multi"]] = np.clip(rows[["single", "multi"]].to_numpy() + jitter, 0.5, 99.5)
+    return rows
+
+
+def study_runs(root: Path, m: int) -> tuple[Path, list[Path]]:
+    """The data tree and the first ``m`` run folders of the cached study of at least ``m`` models."""
+    from tcmqa.simulate import _slug, simulate
+
+    study = root / "study"
+    models = json.loads((study / "models.json").read_text()) if (study / "models.json").is_file() else []
+    if len(models) < m:
+        start = time.perf_counter()
+        frame = scaled_models(m)
+        simulate(study, models=frame)
+        models = frame["model"].tolist()
+        (study / "models.json").write_text(json.dumps(models))
+        print(f"simulated {m} models x 38,279 items in {time.perf_counter() - start:.0f} s (not part of the report)")
+    return study / "data", [study / "runs" / _slug(name) for name in models[:m]]
+
+
+def measure(root: Path, m: int, n_boot: int) -> dict:
+    """One report over ``m`` runs, in this process: seconds per stage and the peak RSS (GB)."""
+    from tcmqa.report import is_simulated, write_report
+    from tcmqa.study import load_study
+
+    data, runs = study_runs(root, m)
+    start = time.perf_counter()
+    study = load_study(data, runs)
+    timings = {"load": time.perf_counter() - start}
+    write_report(study, root / f"report-{m}", n_boot, simulated=is_simulated(data, runs[:1]), timings=timings)
+    return {
+        "models": m,
+        "rows": int(study.covered.sum()),
+        **timings,
+        "total": time.perf_counter() - start,
+        "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+    }
+
+
+def cpu() -> str:
+    info = Path("/proc/cpuinfo").read_text()
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    return f"{name}, {len([line for line in info.splitlines() if line.startswith('processor')])} cores"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, nargs="+", default=[100, 300, 1000])
+    parser.add_argument("--root", type=Path, default=REPO / ".cache" / "bench" / "report-scale")
+    parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the child: one report, JSON on stdout
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(measure(args.root, args.one, args.n_boot)))
+        return
+    study_runs(args.root, max(args.models))  # simulate once, before any timing
+    print(f"CPU: {cpu()}")
+    print(f"{'models':>6} {'rows':>11} {'load s':>7} {'tables s':>8} {'figures s':>9} {'write s':>7} "
+          f"{'total s':>7} {'rows/s':>9} {'peak GB':>7}")  # fmt: skip
+    for m in args.models:
+        child = [sys.executable, __file__, "--one", str(m), "--root", str(args.root), "--n-boot", str(args.n_boot)]
+        r = json.loads(subprocess.run(child, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+        print(
+            f"{r['models']:>6} {r['rows']:>11,} {r['load']:>7.1f} {r['tables']:>8.1f} {r['figures']:>9.1f} "
+            f"{r['write']:>7.1f} {r['total']:>7.1f} {r['rows'] / r['total']:>9,.0f} {r['peak_gb']:>7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
