@@ -40,11 +40,11 @@ def _finish(store: Store, tmp_path: Path, model: str, *parts: dict[str, bool]) -
     return job.id
 
 
-def _vectors(store: Store, run: str) -> tuple[dict[str, bool], set[str]]:
+def _vectors(store: Store, run: str) -> dict[str, bool]:
     """A stored outcome read back by item id: (item -> correct) over its answered items."""
     items = store.item_numbers()
     [o] = store.outcomes([run], len(items))
-    return {items[i]: bool(o.correct[i]) for i in np.flatnonzero(o.present)}, set()
+    return {items[i]: bool(o.correct[i]) for i in np.flatnonzero(o.present)}
 
 
 def test_outcome_recorded_replaced_and_withdrawn_with_its_run(url: str, tmp_path: Path) -> None:
@@ -60,18 +60,18 @@ def test_outcome_recorded_replaced_and_withdrawn_with_its_run(url: str, tmp_path
         3,
         2,
     )
-    assert _vectors(store, job)[0] == {"a": True, "b": True, "c": False}
+    assert _vectors(store, job) == {"a": True, "b": True, "c": False}
     other = _finish(store, tmp_path, "org/b", {"c": True, "d": True})
     assert store.item_numbers() == ["a", "b", "c", "d"]  # numbered once, in order of first appearance
-    assert _vectors(store, other)[0] == {"c": True, "d": True}
-    assert _vectors(store, job)[0] == {"a": True, "b": True, "c": False}  # an older bitmap reads at the new width
+    assert _vectors(store, other) == {"c": True, "d": True}
+    assert _vectors(store, job) == {"a": True, "b": True, "c": False}  # an older bitmap reads at the new width
 
     # re-recorded (its claim lost and the job run again): the outcome is the new run's
     with store._write() as conn:
         conn.execute(sa.update(store_module.jobs_t).where(store_module.jobs_t.c.id == other).values(status="RUNNING"))
     job_b = store.get(other)
     assert store.finish(job_b, {"model": "org/b"}, [_part(tmp_path / "again.parquet", "org/b", {"d": False})])
-    assert _vectors(store, other)[0] == {"d": False}
+    assert _vectors(store, other) == {"d": False}
 
     store.withdraw(job, "admin", "a wrong upload")
     assert set(store.outcome_index()) == {other}
@@ -114,7 +114,7 @@ def test_migration_7_backfills_outcomes_of_finished_jobs(
     monkeypatch.undo()
     new = Store(url, cache_dir=tmp_path / "new")
     assert new.schema_version() == len(MIGRATIONS) == 7
-    assert _vectors(new, "j1")[0] == {"x": True, "y": False}
+    assert _vectors(new, "j1") == {"x": True, "y": False}
     new.close()
 
 
@@ -161,7 +161,7 @@ def test_reference_counts_equal_a_recount_after_random_subset_changes(tmp_path: 
             store.withdraw(jobs.pop(rng.randrange(len(jobs))), "admin", "random")
         else:
             for _ in range(rng.randint(1, 6)):  # a block finished, an exclusion, a flip
-                item = rng.choice(items + ["never-answered"])
+                item = rng.choice([*items, "never-answered"])
                 if item in subset and rng.random() < 0.4:
                     del subset[item]
                 else:
