@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import random
 import threading
 import time
@@ -20,13 +21,14 @@ import httpx2
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import sqlalchemy as sa
 from fakehub import FakeHub, http_error, transport_error
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
 from tcmqa.hub import Publisher, request_json, with_retries
 from tcmqa.publish import publish, validate_tree
 from tcmqa.schema import OUTPUTS, PROBES, RESULTS
-from tcmqa.store import FINISHED, open_store
+from tcmqa.store import FINISHED, open_store, publications_t
 
 REPO, REQUESTS = "org/TCMQA", "org/requests"
 
@@ -134,14 +136,21 @@ ITEM_IDS = [str(k) for k in range(6)]
 
 
 def run_job(
-    store, tmp_path: Path, i: int, item_ids: list[str] = ITEM_IDS, parts: int = 2, probe_parts: int = 0
+    store,
+    tmp_path: Path,
+    i: int,
+    item_ids: list[str] = ITEM_IDS,
+    parts: int = 2,
+    probe_parts: int = 0,
+    row: dict | None = None,
 ) -> tuple[str, dict]:
-    """Submit, claim, heartbeat and finish job ``i`` (probed in ``probe_parts`` parts); returns its id and row."""
+    """Submit, claim, heartbeat and finish job ``i`` (probed in ``probe_parts`` parts, ``row`` changing its
+    results row); returns its id and row."""
     job = store.submit(f"org/model-{i:02d}", f"{i:040x}", "v1", "user", meta={"family": "Qwen2", "params_b": 0.5})
     claimed = store.claim("worker")
     assert claimed is not None and claimed.id == job.id
     assert store.heartbeat(claimed, "50%")
-    row = result_row(i)
+    row = result_row(i) | (row or {})
     run = tmp_path / "runs" / job.id
     outputs = write_parts(run / "outputs", output_rows(i, item_ids), parts)
     probes = write_parts(run / "probes", probe_rows(i, item_ids), probe_parts, PROBES, "rotation")
@@ -410,6 +419,34 @@ def test_one_bad_job_does_not_hold_back_the_others(tmp_path):
     time.sleep(0.3)
     (waiting,) = store.unpublished()
     assert waiting.job.id == job.id and waiting.attempts >= 2 and "not a number" in waiting.last_error
+
+
+def test_only_full_coverage_rows_are_published(tmp_path, caplog):
+    """A partial row (a --limit run, fewer items than the corpus) is set aside for good: not on the Hub, its
+    reason in the log and the outbox, its job FINISHED with its row in the store."""
+    hub = FakeHub()
+    store = make_store(tmp_path)
+    full, _ = run_job(store, tmp_path, 0, row={"n": 32, "n_corpus": 32, "coverage": 100.0})
+    limited, _ = run_job(store, tmp_path, 1, row={"n": 10, "n_corpus": 32, "coverage": 31.25})  # --limit 10
+    short, _ = run_job(store, tmp_path, 2, row={"n": 31, "n_corpus": 32})  # no coverage recorded: n < n_corpus
+    unknown, _ = run_job(store, tmp_path, 3)  # records neither: cannot be told partial, published as before
+    publisher = fast(store, hub)
+    with caplog.at_level(logging.WARNING, logger="tcmqa.hub"):
+        assert publisher.publish_pending() == 2
+    published = sorted(n for n in hub.files(REPO) if n.startswith(("results/", "outputs/")))
+    assert published == sorted(
+        [f"results/{j}.parquet" for j in (full, unknown)]
+        + [f"outputs/{j}-part-{p:05d}.parquet" for j in (full, unknown) for p in range(2)]
+    )
+    assert f"{limited} (org/model-01): not published: partial: coverage 31.25%, 10 of the corpus's 32" in caplog.text
+    assert f"{short} (org/model-02): not published: partial: coverage 96.88%, 31 of the corpus's 32" in caplog.text
+    assert [store.get(j).status for j in (limited, short)] == [FINISHED, FINISHED]
+    assert sorted(r["model"] for r in store.results()) == [f"org/model-{i:02d}" for i in range(4)]
+    with sa.create_engine(store.url).connect() as conn:
+        kept = dict(conn.execute(sa.select(publications_t.c.job_id, publications_t.c.last_error)).all())
+    assert kept[limited].startswith("not published: partial") and kept[short].startswith("not published: partial")
+    time.sleep(0.3)  # past every retry delay this publisher sets: a partial row is never tried again
+    assert store.unpublished() == [] and publisher.publish_pending() == 0 and len(hub.commit_log) == 1
 
 
 def test_the_publishers_own_budget_keeps_it_under_the_hubs_cap(tmp_path):

@@ -12,6 +12,11 @@ and, when a requests repo is given, mirrors the queue's statuses there at most o
 ``mirror_every_s`` (``requests/<job id>.json``, the Open LLM Leaderboard's convention), only for jobs
 whose status changed. Nothing commits per heartbeat or per page view.
 
+Only full-coverage rows are published (:func:`partial_reason`): a row scored on fewer items than its corpus
+holds (``--limit``, ``--subset-only``, a shard) would stand on the board as the model's result. Such a job
+stays FINISHED in the store with its row; its publication is set aside as "not published: partial" (the
+reason in the outbox's ``last_error`` and the log) and never retried.
+
 The Hub caps commits per repository (about 128 an hour) and answers HTTP 429 past it; it also has
 bad minutes (5xx, dropped connections). Every call goes through ``with_retries`` (exponential backoff
 with full jitter, ``Retry-After`` honoured); a publication that still fails is recorded in the store
@@ -41,6 +46,7 @@ import pyarrow.parquet as pq
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
+from tcmqa.leaderboard.board import coverage
 from tcmqa.schema import RESULTS
 from tcmqa.store.admin import NotAllowed
 from tcmqa.store.jobs import FINISHED
@@ -57,6 +63,7 @@ MIRROR_LAST = "hub.mirror.last_commit"  # store state: wall time of the last mir
 RESPONSES_VERSION = "hub.responses.version"  # store state: the practice version last published
 RESPONSES_LAST = "hub.responses.last_commit"  # store state: wall time of the last responses commit
 MIRROR_SENT = "hub.mirror.sent"  # store state: {job id: [status, status_at]} mirrored near the cursor
+NEVER_S = 100 * 365 * 86400.0  # the retry delay of a publication set aside for good (a partial row)
 
 
 def _network_errors() -> tuple[type[BaseException], ...]:
@@ -170,6 +177,16 @@ def _job_level(err: BaseException) -> bool:
     if status is not None:
         return status in (400, 413, 422)
     return not isinstance(err, (*NETWORK_ERRORS, OfflineModeIsEnabled))
+
+
+def partial_reason(row: dict[str, Any]) -> str | None:
+    """Why ``row`` is not a full-coverage row (coverage below 100%, or fewer items scored than its corpus
+    holds), or None. A row that records neither coverage nor corpus size cannot be told partial: it passes."""
+    n, n_corpus, value = row.get("n"), row.get("n_corpus"), coverage(row)
+    if (value is not None and value < 100 - 1e-6) or (n is not None and n_corpus and n < n_corpus):
+        shown = "unknown" if value is None else f"{value:.4g}%"
+        return f"not published: partial: coverage {shown}, {n} of the corpus's {n_corpus} scorable items scored"
+    return None
 
 
 def _short(err: BaseException, limit: int = 300) -> str:
@@ -356,6 +373,7 @@ class Publisher:
             except Exception:
                 log.exception("reading the publication outbox failed")
                 return 0
+            pending = self._set_aside_partial(pending)
             if not pending:
                 return 0
             suspects = [pub for pub in pending if pub.job.id in self._suspects]
@@ -406,6 +424,22 @@ class Publisher:
             self._suspects.difference_update(ids)
             log.info("published %d job(s) to %s in %s (%.1f MB)", len(ids), self.repo_id, commit, size / 1e6)
             return len(ids)
+
+    def _set_aside_partial(self, pending: list[Any]) -> list[Any]:
+        """The publications of full-coverage rows; the others are set aside for good, their reason logged and
+        kept in the outbox (their jobs stay FINISHED with their rows in the store)."""
+        full = []
+        for pub in pending:
+            reason = partial_reason(pub.row)
+            if reason is None:
+                full.append(pub)
+                continue
+            log.warning("%s (%s): %s; it stays in the store", pub.job.id, pub.job.model, reason)
+            try:
+                self.store.publication_failed([pub.job.id], reason, NEVER_S)
+            except Exception:
+                log.exception("setting aside the partial row of %s failed", pub.job.id)
+        return full
 
     @staticmethod
     def _operations(pubs: Iterable[Any]) -> list[CommitOperationAdd]:
