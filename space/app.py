@@ -1,4 +1,5 @@
-"""TCMQA leaderboard Space (gradio 6): Board, Plots, Item explorer, Submit, Queue, Practitioners, About.
+"""TCMQA leaderboard Space (gradio 6): Board, Plots, Item explorer, Compare, Model, Submit, Queue, Practitioners,
+About.
 
 The web process never imports an engine: it validates and enqueues submissions and reads results
 from the store; workers (``tcmqa worker``) evaluate. Locally (no ``SPACE_ID``) the app starts one
@@ -24,7 +25,7 @@ import pandas as pd
 from tcmqa.hub import Publisher
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard import practice as practice_lib
-from tcmqa.leaderboard import queue
+from tcmqa.leaderboard import queue, tabs
 from tcmqa.leaderboard.about import probes_markdown
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.explorer import Explorer
@@ -145,10 +146,6 @@ def build_app(
     def refresh_families(current: list[str]) -> Any:
         return gr.update(choices=board.families(), value=current)
 
-    @visitor_safe
-    def show_plots() -> tuple[pd.DataFrame, pd.DataFrame]:
-        return board_lib.plot_frames(board.frame())
-
     def show_item(item_id: str) -> tuple[str, pd.DataFrame, pd.DataFrame]:
         try:
             return explorer.item(item_id)
@@ -241,25 +238,7 @@ def build_app(
                 control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
             gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
             timer.tick(refresh_families, families, families, api_name=False, show_progress="hidden")
-        with gr.Tab("Plots"):
-            scatter = gr.ScatterPlot(
-                x="params_b",
-                y="full",
-                color="family",
-                x_title="Parameters (B)",
-                y_title="Full exact match (%)",
-                label="Accuracy vs size",
-            )
-            bars = gr.BarPlot(
-                x="model",
-                y="subset",
-                color="origin",
-                sort="-y",
-                y_title="Subset exact match (%)",
-                label="Subset accuracy (the practitioners' reference included)",
-                x_label_angle=-60,
-            )
-            gr.on([demo.load, timer.tick], show_plots, None, [scatter, bars], api_name="plots", show_progress="hidden")
+        tabs.plots_tab(board, demo, timer, visitor_safe)  # the paper's Figure 2 and the Subset bars
         with gr.Tab("Item explorer"):
             item_id = gr.Textbox(label="Item id", elem_id="item-id")
             item_button = gr.Button("Show item", elem_id="item-show")
@@ -275,6 +254,7 @@ def build_app(
                 [item_text, item_responses, item_outputs],
                 api_name="item",
             )
+        tabs.analysis_tabs(settings, store, practice, item_id, demo, visitor_safe)  # Compare and Model
         with gr.Tab("Submit"):
             if settings.hosted:
                 gr.LoginButton()

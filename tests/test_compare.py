@@ -6,6 +6,7 @@ the items of an open practitioner block never listed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -112,8 +113,8 @@ def test_compare_models_without_common_items() -> None:
     assert "no scored item in common" in c.summary()
 
 
-def record_run(store: Store, folder: Path, model: str, corpus: list[dict], right: set[str]) -> None:
-    """A finished full run of ``model``: right on the items of ``right``, E elsewhere."""
+def record_run(store: Store, folder: Path, model: str, corpus: list[dict], right: set[str], **extra: Any) -> None:
+    """A finished full run of ``model``: right on the items of ``right``, E elsewhere; ``extra``: results fields."""
     rows = [
         {
             "model": model,
@@ -133,7 +134,8 @@ def record_run(store: Store, folder: Path, model: str, corpus: list[dict], right
     job = store.claim("w")
     assert job is not None and job.model == model
     row = {"model": model, "origin": "evaluated", "family": "Qwen2", "params_b": 0.5, "revision": "a" * 40}
-    assert store.finish(job, {**row, "protocol": PROTOCOL, "coverage": 100.0}, [folder / "part-00000.parquet"])
+    row |= {"protocol": PROTOCOL, "coverage": 100.0, **extra}
+    assert store.finish(job, row, [folder / "part-00000.parquet"])
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,12 @@ ENDPOINTS: dict[str, str] = {
     "board": "show_board: the leaderboard rows",
     "show_board": "show_board (private: a board filter changed): the leaderboard rows",
     "refresh_families": "refresh_families (private, on the timer): the family choices",
-    "plots": "show_plots: board aggregates for the two plots",
+    "plots": "show_plots: board aggregates for the two plots (Figure 2 and the Subset bars)",
+    # Compare and Model tabs (tcmqa.leaderboard.tabs)
+    "compare": "show_compare: two models' aggregates and the items where they differ, open-block items never listed",
+    "model_page": "show_model: one model's aggregates beside the practitioners', calibration and probes; no item",
+    "model_choices": "model_choices (private, on page load): the names of the models with outputs",
+    "open_item": "open_item (private, a differing item clicked): that row's id for the Item explorer's box",
     # Submit and queue: no item
     "submit": "submit: a model submission's verdict and job id",
     "job": "the job's status markdown",

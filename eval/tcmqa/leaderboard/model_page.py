@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.gridspec import GridSpec
 
 from tcmqa import figures
 from tcmqa.data import has_config, load_config
@@ -123,7 +124,7 @@ class ModelPage:
             "practitioner": _values(levels, "practitioners %"),
             "models": {self.model: _values(levels, "model %")},
         }
-        return _closed(figures.accuracy_by_difficulty_draw(d))
+        return _closed(_named(figures.accuracy_by_difficulty_draw(d), self.model))
 
     def consensus_figure(self) -> Figure:
         """The consensus levels of the most common N (raters per item) only: one x axis of 0..N."""
@@ -140,7 +141,24 @@ class ModelPage:
             "models": {self.model: model},
             "all_missed": {self.model: model[0] if model else None},
         }
-        return _closed(figures.accuracy_by_consensus_draw(d))
+        figure = figures.accuracy_by_consensus_draw(d)
+        figure.delaxes(figure.axes[1])  # the paper's second panel (one bar per model) is the 0/N row here
+        figure.axes[0].set_subplotspec(GridSpec(1, 1, figure=figure)[0])
+        figure.set_size_inches(7.5, 4.8)
+        return _closed(_named(figure, self.model))
+
+
+def _named(figure: Figure, model: str) -> Figure:
+    """The paper's drawings leave the models' lines unnamed (there are many): name the one model's line, in
+    the legend, and leave room above 100% for a line there."""
+    ax = figure.axes[0]
+    for line in ax.get_lines():
+        if line.get_label().startswith("_"):
+            line.set_label(model)
+    ax.set_ylim(0, 104)
+    ax.legend(fontsize=8)
+    figure.tight_layout()
+    return figure
 
 
 def _closed(figure: Figure) -> Figure:
