@@ -1,8 +1,10 @@
 """The leaderboard table: the paper's reported rows, the practitioners' reference, every evaluated row.
 
 Pure pandas (no gradio), so the board's logic is tested and benchmarked without a browser. The merged
-frame is cached on the store's version, so a finished evaluation shows up on the next refresh without
-a restart and an idle refresh costs one cheap store query.
+frame is cached on the store's version (results, outcomes, practice), so a finished evaluation shows up
+on the next refresh without a restart and an idle refresh costs three cheap store queries. A refresh
+reads no output row: the subset columns and the separation marks are counts over each run's outcome,
+aggregated once when it was recorded (:mod:`tcmqa.leaderboard.outcomes`).
 
 Comparability (DESIGN: a row is comparable with another only on the same data fingerprint and
 protocol with full coverage). The board has one reference, a data fingerprint and a protocol:

@@ -15,7 +15,9 @@ models and every run published before). Every model found in either is used, wit
 So two revisions of one model are never mixed: :meth:`ModelOutputs.on` returns only rows of each
 model's chosen run. The choice is re-made when the store's results change (``Store.version``); the
 published config is read once per process, out of core (only the columns asked for, rows filtered
-by item id).
+by item id). Listing the recorded runs reads no output row: each run's facts were aggregated when it
+was recorded (the store's outcome index, :mod:`tcmqa.store.outcomes`); :func:`record_published` does
+the same, once, for the runs the data publishes.
 """
 
 from __future__ import annotations
@@ -116,6 +118,41 @@ def published_runs(data: str) -> list[Run]:
     ]
 
 
+def _rows_of(run: Run) -> pc.Expression:
+    """The filter of a published run's rows: its model at its revision (no revision recorded: null or '')."""
+    revision = pc.field("revision") == run.revision
+    return (pc.field("model") == run.model) & (revision if run.revision else pc.field("revision").is_null() | revision)
+
+
+def record_published(store: Store, data: str) -> int:
+    """Aggregate, once, the outcome of each run the data publishes that the store does not hold yet
+    (:meth:`tcmqa.store.Store.record_published`): the board's reference then counts imported rows on the
+    current subset too. How many runs were added; run in the background at start (it reads the config).
+    A data source that cannot be read (an offline Hub) is logged, and the next start tries again."""
+    try:
+        return _record_published(store, data)
+    except Exception:
+        log.exception("aggregating the published outputs of %s failed: imported rows keep their recorded subset", data)
+        return 0
+
+
+def _record_published(store: Store, data: str) -> int:
+    have = {(i.model, i.revision) for i in store.outcome_index().values() if i.source == PUBLISHED}
+    runs = [r for r in published_runs(data) if (r.model, r.revision) not in have]
+    source = _published_table(data) if runs else None
+    added = 0
+    for run in runs:
+        keep, columns = _rows_of(run), ["item_id", "correct"]
+        table = (
+            source.to_table(columns=columns, filter=keep)
+            if isinstance(source, ds.Dataset)
+            else source.filter(keep).select(columns)  # pyright: ignore[reportOptionalMemberAccess]
+        )
+        added += store.record_published([(run.model, run.revision, run.at, table)])
+    log.info("aggregated the outcomes of %d published run(s) of %s", added, data)
+    return added
+
+
 class ModelOutputs:
     """The outputs of every model with recorded or published outputs, one run per model (module doc).
 
@@ -195,10 +232,7 @@ class ModelOutputs:
             source = _published_table(self.data) if self.data else None
             if source is None:
                 return pd.DataFrame(columns=read)
-            revision = pc.field("revision") == run.revision
-            if not run.revision:
-                revision = pc.field("revision").is_null() | revision
-            keep = (pc.field("model") == run.model) & revision
+            keep = _rows_of(run)
             table = (
                 source.to_table(columns=read, filter=keep)
                 if isinstance(source, ds.Dataset)
