@@ -203,3 +203,50 @@ def test_practitioner_block_report_models_recorded_and_published(tree: Path, tmp
     models = practice.get().report("rater-1")["models"].set_index("model")
     assert models.loc["org/model", "revision"] == "r2" and models.loc["org/model", "accuracy"] == 0.0
     assert models.loc["paper/one", "revision"] == "new" and (models["items"] <= len(items)).all()
+
+
+def test_practitioner_reference_counts_published_runs_once_aggregated(tree: Path, tmp_path: Path) -> None:
+    """A row imported from the Hub is recounted on the current subset once its published run's outcome is
+    aggregated (once: a second start adds nothing); before that it says it is as recorded."""
+    store = SQLiteStore(tmp_path / "store")
+    practice = PracticeLoader(str(tree), store, block_size=BLOCK, raters=RATERS).get()
+    imported = {"model": "paper/one", "revision": "new", "origin": "evaluated", "subset": 12.0}
+    [before] = practice.reference_rows([imported])
+    assert (before["subset"], before["subset_version"]) == (12.0, "as recorded")
+    assert model_outputs.record_published(store, str(tree)) == 4  # paper/one and paper/partial, two revisions each
+    assert model_outputs.record_published(store, str(tree)) == 0
+    [after] = practice.reference_rows([imported])
+    subset = practice.subset_majority()
+    assert after["subset"] == 100.0 and after["n_subset"] == len(subset) > 0  # right on every item
+    assert after["human_reference"] == 100 * sum(subset.values()) / len(subset)
+    assert after["subset_version"] not in ("", "as recorded")
+
+
+def _browse(client: Client, search: str = "", consensus: str = "", outcome: str = "") -> dict[str, dict]:
+    """Every row of /browse (one page holds them all here) by id, outcomes of org/model."""
+    table, summary, _ = client.predict(search, "", "", "", "", consensus, outcome, "org/model", 1, api_name="/browse")
+    assert "page 1 of 1" in summary
+    return {row[0]: dict(zip(table["headers"], row)) for row in table["data"]}
+
+
+def test_practitioner_browse_consensus_and_outcome_update_without_restart(space: dict[str, Any]) -> None:
+    """A Space block's items: while it is open, no consensus and no outcome (and absent from those filters);
+    once its three raters finish, each shows its consensus (all three answered C, or A and B on a multi item,
+    so 3/3 where that is the answer, else 0/3) and org/model's outcome (right everywhere), no restart."""
+    store, client = space["store"], space["client"]
+    practice = PracticeLoader(str(space["tree"]), store, block_size=BLOCK, raters=RATERS)
+    block = _answer_all(practice, "rater-1")
+    answers = {i["id"]: i["answer"] for i in space["corpus"]}
+    right = {i for i in block if answers[i] in (["C"], ["A", "B"])}
+    rows = _browse(client)
+    assert all(rows[i]["consensus"] == "" and rows[i]["model outcome"] == "" for i in block)
+    assert not set(block) & set(_browse(client, outcome="both right"))
+    assert _answer_all(practice, "rater-2") == block and _answer_all(practice, "rater-3") == block
+    rows = _browse(client)
+    for item in block:
+        expected = ("3/3", "both right") if item in right else ("0/3", "model right, practitioners wrong")
+        assert (rows[item]["consensus"], rows[item]["model outcome"]) == expected, item
+    assert set(_browse(client, consensus="3")) == right  # the study's items are 2 of 3 each
+    assert set(block) - right <= set(_browse(client, consensus="0"))
+    with pytest.raises(Exception, match="no outputs of the model"):
+        client.predict("", "", "", "", "", "", "", "org/none", 1, api_name="/browse")
