@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -249,10 +250,21 @@ def data_facts(config: EvalConfig, scorable: list[dict[str, Any]]) -> dict[str, 
     """What the results row says about the data: where, which revision, its fingerprint and size."""
     return {
         "data": str(config.data),
-        "data_revision": resolve_data_revision(config.data, config.data_revision),
+        "data_revision": config.data_revision,  # resolved before the items were read (read_revision)
         "data_fingerprint": data_fingerprint(scorable),
         "n_corpus": len(scorable),
     }
+
+
+def read_revision(config: EvalConfig, out: Path) -> str | None:
+    """The data revision the items are read at, fixed once before any is read, and recorded (``run.json``, the
+    results row). Resuming without ``--data-revision``: the run's own, since the head of a Hub dataset moves
+    under a long run (the leaderboard's Publisher commits to it all day). Otherwise ``--data-revision``, or
+    the head, resolved to its commit (:func:`resolve_data_revision`)."""
+    manifest_file = out / MANIFEST
+    if config.resume and config.data_revision is None and manifest_file.exists():
+        return json.loads(manifest_file.read_text()).get("data_revision")  # None: a run read at the head, as before
+    return resolve_data_revision(config.data, config.data_revision)
 
 
 def resolve_data_revision(data: str, revision: str | None) -> str | None:
@@ -398,8 +410,13 @@ def run_facts(engine: Engine, config: EvalConfig) -> dict[str, Any]:
 def run(config: EvalConfig, engine: Engine | None = None) -> Report:
     """Evaluate; ``engine`` lets a caller reuse a loaded engine (it must match ``config``)."""
     watch = Stopwatch()
+    name = model_name(config)
+    out = config.out or Path("runs") / (
+        name.replace("/", "__") + (f"-shard{config.shard.replace('/', 'of')}" if config.shard else "")
+    )
     with watch("load"):
         check_options(config.engine, engine_options(config))  # an unknown --engine-arg fails before any load
+        config = dataclasses.replace(config, data_revision=read_revision(config, out))  # fixed before any read
         selection, subset, scorable = select_items(config)
         items = shard_items(selection, config.shard)
         if not items:
@@ -419,10 +436,6 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
                 f"the engine passed in was loaded with other options ({engine.requested_options}) than the run "
                 f"asks for ({engine_options(config)})"
             )
-    name = model_name(config)
-    out = config.out or Path("runs") / (
-        name.replace("/", "__") + (f"-shard{config.shard.replace('/', 'of')}" if config.shard else "")
-    )
     chunk = chunk_size(config, engine, out)
     manifest = run_manifest(config, engine, selection, items, chunk)
     check_out_dir(out, manifest, config.resume)
