@@ -29,6 +29,7 @@ from tcmqa.leaderboard import queue, tabs
 from tcmqa.leaderboard.about import probes_markdown
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.explorer import Explorer
+from tcmqa.leaderboard.explorer_tab import explorer_tab
 from tcmqa.leaderboard.practice.text import review_markdown
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
@@ -146,12 +147,6 @@ def build_app(
     def refresh_families(current: list[str]) -> Any:
         return gr.update(choices=board.families(), value=current)
 
-    def show_item(item_id: str) -> tuple[str, pd.DataFrame, pd.DataFrame]:
-        try:
-            return explorer.item(item_id)
-        except Exception as err:  # the data or the store may be unreachable: say so, with no secret
-            return f"The item could not be shown: {reported(err, 'show_item')}.", pd.DataFrame(), pd.DataFrame()
-
     def submit(model_id: str, revision: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
         try:
             user = submitter(profile, policy)
@@ -239,21 +234,8 @@ def build_app(
             gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
             timer.tick(refresh_families, families, families, api_name=False, show_progress="hidden")
         tabs.plots_tab(board, demo, timer, visitor_safe)  # the paper's Figure 2 and the Subset bars
-        with gr.Tab("Item explorer"):
-            item_id = gr.Textbox(label="Item id", elem_id="item-id")
-            item_button = gr.Button("Show item", elem_id="item-show")
-            item_text = gr.Markdown(elem_id="item-text")
-            gr.Markdown("**Practitioners' answers**")
-            item_responses = gr.Dataframe(interactive=False, elem_id="item-responses")
-            gr.Markdown("**Models' outputs** (one revision per model: its latest full run)")
-            item_outputs = gr.Dataframe(interactive=False, wrap=True, elem_id="item-outputs")
-            gr.on(
-                [item_button.click, item_id.submit],
-                show_item,
-                item_id,
-                [item_text, item_responses, item_outputs],
-                api_name="item",
-            )
+        with gr.Tab("Item explorer"):  # search, filters, pages of items; the item page a row opens
+            item_id = explorer_tab(explorer, board, demo, visitor_safe)
         tabs.analysis_tabs(settings, store, practice, item_id, demo, visitor_safe)  # Compare and Model
         with gr.Tab("Submit"):
             if settings.hosted:

@@ -24,13 +24,14 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from sources import DEMO_ITEMS, read_jsonl, write_platform_db
-from space_fixtures import evaluated_model
+from space_fixtures import CHROMIUM, SHOTS, evaluated_model, hub_models, launch, local_settings, open_chromium
 
 from tcmqa.build import build
 from tcmqa.leaderboard import browse
@@ -152,9 +153,11 @@ def test_outcome_filter_against_the_planted_model(explorer: Explorer) -> None:
     off_subset = explorer.browse(browse.Filters(search="痈的初期"), MODEL).rows  # item 24: unrated, model right
     assert off_subset[["consensus", "model outcome"]].values.tolist() == [["", "model right"]]
     assert explorer.browse(browse.Filters(search="痈的初期"), None).rows["model outcome"].tolist() == [""]
-    with pytest.raises(ValueError, match="choose a model"):
+    with pytest.raises(browse.Refused, match="choose a model"):
         explorer.browse(browse.Filters(outcome="both right"), None)
-    with pytest.raises(ValueError, match="unknown outcome"):
+    with pytest.raises(browse.Refused, match="no outputs of the model 'org/none'"):
+        explorer.browse(browse.Filters(), "org/none")
+    with pytest.raises(browse.Refused, match="unknown outcome"):
         browse.Filters(outcome="model wins")
 
 
@@ -279,3 +282,69 @@ def test_browse_is_fast_on_a_full_size_corpus() -> None:
     expected = sum(1 for i in rated if i % 7 == 0 and (i // 8) % 4 >= 2 and i % 3 == 0)
     assert result.total == expected and result.number == 2
     assert built < 5 and queried < 1, (built, queried)
+
+
+def _choose(page: Any, dropdown: str, label: str) -> None:
+    """Pick the option ``label`` in the gradio dropdown with elem_id ``dropdown``."""
+    page.locator(f"#{dropdown} input").click()
+    page.get_by_role("option", name=label, exact=True).click()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
+def test_browser_search_filter_page_and_open_an_item(tree: Path, tmp_path: Path) -> None:
+    """The Space in Chromium: the default model is the leading comparable one; next page; a search; the
+    consensus and outcome filters (the planted model chosen); a row clicked opens its item page."""
+    from playwright.sync_api import expect, sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    store = SQLiteStore(tmp_path / "store")
+    (tmp_path / "high").mkdir()
+    evaluated_model(store, tree, tmp_path / "high", "org/high", full=60.0)
+    demo, url = launch(local_settings(store.root, tree), store, hub_models())
+    try:
+        with sync_playwright() as p:
+            browser = open_chromium(p)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            page.get_by_role("tab", name="Item explorer").click()
+            summary, results = page.locator("#explorer-summary"), page.locator("#explorer-results")
+
+            def cell(text: str) -> Any:  # the text's own element in the results table
+                return results.get_by_text(text, exact=True).last
+
+            expect(summary).to_contain_text("32 items · page 1 of 2", timeout=30_000)
+            expect(page.locator("#explorer-model input")).to_have_value("org/high")  # the leading comparable
+            expect(cell("五行中，木的特性是")).to_be_visible()
+            page.locator("#explorer-next").click()
+            expect(summary).to_contain_text("page 2 of 2")
+            expect(cell("脾胃虚弱者，宜选用的补气药有")).to_be_visible()  # item 31, the last
+
+            page.locator("#explorer-search textarea").fill("肺")
+            page.locator("#explorer-search textarea").press("Enter")
+            expect(summary).to_contain_text("4 items · page 1 of 1")
+            page.locator("#explorer-search textarea").fill("")
+            page.locator("#explorer-search textarea").press("Enter")
+            expect(summary).to_contain_text("32 items")
+            _choose(page, "explorer-consensus", "2 correct")
+            expect(summary).to_contain_text("6 items")
+            _choose(page, "explorer-model", MODEL)
+            _choose(page, "explorer-outcome", "practitioners right, model wrong")
+            expect(summary).to_contain_text(f"4 items · page 1 of 1 · outcomes of {MODEL}")  # items 2, 10, 14, 22
+            expect(cell("麻黄的功效是")).to_be_visible()
+            page.screenshot(path=SHOTS / "explorer-search.png", full_page=True)
+
+            cell("麻黄的功效是").click()  # item 10
+            item = page.locator("#item-text")
+            expect(item).to_contain_text("**Answer:** B".replace("**", ""), timeout=30_000)
+            expect(item).to_contain_text("发汗解表，宣肺平喘，利水消肿")
+            expect(page.locator("#item-id textarea")).to_have_value("9010")
+            outputs = page.locator("#item-outputs")
+            expect(outputs).to_contain_text("PLANTED-9010")
+            expect(outputs).to_contain_text("P(A) %")
+            expect(page.locator("#item-responses")).to_contain_text("practitioner_id")
+            page.locator("#item-text").scroll_into_view_if_needed()
+            page.screenshot(path=SHOTS / "explorer-item.png", full_page=True)
+            browser.close()
+    finally:
+        demo.close()

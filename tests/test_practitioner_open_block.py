@@ -63,6 +63,13 @@ ANSWER_MARK = "**Answer:**"
 ENDPOINTS: dict[str, str] = {
     # Item explorer (mine)
     "item": "show_item: one item; the answer, explanation, responses and outputs withheld for open-block items",
+    "open_row": "open_row (private: a result row clicked): that row's item, withheld as /item withholds it",
+    "browse": "show_page: a page of items (id, stem, type, domains); consensus and outcome blank for open-block "
+    "items, which consensus, outcome and rated-difficulty filters leave out",
+    "first_page": "first_page (private: a filter changed): page 1 of /browse",
+    "previous_page": "previous_page (private): the page before, as /browse",
+    "next_page": "next_page (private): the page after, as /browse",
+    "refresh_choices": "refresh_choices (private, on page load): the models with outputs, the source difficulties",
     # Board and plots: per-model aggregates and the practitioners' reference row, no item
     "board": "show_board: the leaderboard rows",
     "show_board": "show_board (private: a board filter changed): the leaderboard rows",

@@ -52,6 +52,10 @@ RATED_LEVELS = (1, 2, 3, 4, 5)
 ROW_COLUMNS = ["id", "stem", "answer type", "domain", "consensus", "model outcome"]
 
 
+class Refused(ValueError):
+    """A query the explorer cannot answer; the message is for the visitor (it names only what they sent)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Filters:
     """One browse query; None (or an empty search) leaves that filter off."""
@@ -66,13 +70,13 @@ class Filters:
 
     def __post_init__(self) -> None:
         if self.domain is not None and self.domain not in DOMAINS:
-            raise ValueError(f"unknown domain {self.domain!r}: one of {', '.join(DOMAINS)}")
+            raise Refused(f"unknown domain {self.domain!r}: one of {', '.join(DOMAINS)}")
         if self.answer_type is not None and self.answer_type not in ANSWER_TYPES:
-            raise ValueError(f"unknown answer type {self.answer_type!r}: single or multi")
+            raise Refused(f"unknown answer type {self.answer_type!r}: single or multi")
         if self.rated_difficulty is not None and self.rated_difficulty not in RATED_LEVELS:
-            raise ValueError(f"rated difficulty {self.rated_difficulty!r} is not a level 1-5")
+            raise Refused(f"rated difficulty {self.rated_difficulty!r} is not a level 1-5")
         if self.outcome is not None and self.outcome not in OUTCOMES:
-            raise ValueError(f"unknown outcome {self.outcome!r}: one of {'; '.join(OUTCOMES)}")
+            raise Refused(f"unknown outcome {self.outcome!r}: one of {'; '.join(OUTCOMES)}")
 
 
 @dataclasses.dataclass(frozen=True)

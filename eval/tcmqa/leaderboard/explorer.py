@@ -89,6 +89,11 @@ def _probabilities(logprobs: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(shown.round(1), columns=PROBABILITY_COLUMNS, index=logprobs.index)
 
 
+def _text(value: Any) -> str:
+    """A corpus text field as shown: a missing one (None, or NaN in pandas) is empty, never "nan"."""
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+
+
 def _joined(value: Any) -> str:
     """Letters or domains as shown: a list (or its JSON text) joined by commas."""
     if isinstance(value, str) and value.startswith("["):
@@ -205,8 +210,10 @@ class Explorer:
     def browse(self, filters: browse.Filters, model: str | None = None, number: int = 1) -> browse.Page:
         """Page ``number`` of the items matching ``filters``, outcomes for ``model`` (module doc: independence)."""
         if filters.outcome is not None and not model:
-            raise ValueError("choose a model for the outcome filter")
+            raise browse.Refused("choose a model for the outcome filter")
         correct = self.correct(model) if model else None
+        if model and correct is None:
+            raise browse.Refused(f"no outputs of the model {model!r}")
         selected = browse.select(self.items(), filters, open_block_items(self.store, self.raters), correct)
         return browse.page(selected, number)
 
@@ -222,12 +229,13 @@ class Explorer:
             return f"No item with id `{item_id}` in {self.data}.", pd.DataFrame(), pd.DataFrame()
         row = self.corpus.loc[item_id]
         options = "\n".join(f"- **{letter}.** {text}" for letter, text in row["options"].items())
-        head = f"### Item {item_id} ({row['answer_type']}-answer, topic {row['topic'] or 'n/a'})\n\n{row['question']}"
+        topic = _text(row["topic"]) or "n/a"
+        head = f"### Item {item_id} ({row['answer_type']}-answer, topic {topic})\n\n{row['question']}"
         if self.withheld(item_id):
             hidden = pd.DataFrame(columns=["withheld until every rater of the block has finished it"])
             return f"{head}\n\n{options}\n\n{WITHHELD}", hidden, hidden.copy()
         answer = ", ".join(row["answer"])
-        text = f"{head}\n\n{options}\n\n**Answer:** {answer}\n\n{row['explanation'] or ''}"
+        text = f"{head}\n\n{options}\n\n**Answer:** {answer}\n\n{_text(row['explanation'])}"
         try:
             everyone = self.responses()
         except Exception as err:  # practitioner mode cannot load its study (e.g. no pinned revision): say so
@@ -239,6 +247,7 @@ class Explorer:
         outputs = self.outputs.on([item_id], [*OUTPUT_COLUMNS, "letter_logprobs"])
         outputs = outputs.join(_probabilities(outputs["letter_logprobs"]))
         outputs = outputs[[c for c in SHOWN_OUTPUT_COLUMNS if c in outputs]].copy()
+        outputs["revision"] = outputs["revision"].astype(str).str[:12]  # a commit sha, shortened as on the board
         for frame in (responses, outputs):
             for col in ("selected", "prediction", "domains"):
                 if col in frame:

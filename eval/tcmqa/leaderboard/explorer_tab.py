@@ -1,0 +1,194 @@
+"""The Space's Item explorer tab: search and filters, pages of results, and the item page a row opens.
+
+Gradio wiring only: the logic is :class:`tcmqa.leaderboard.explorer.Explorer` (what is withheld for items
+in open practitioner blocks) over :mod:`tcmqa.leaderboard.browse` (the filters and pages). ``space/app.py``
+calls :func:`explorer_tab` inside its ``gr.Tab``; every handler goes through the app's ``visitor_safe``.
+The endpoints, each classified in tests/test_practitioner_open_block.py's ENDPOINTS: ``/browse`` (a page),
+``/item`` (an item page), and the private ``first_page`` (a filter changed), ``previous_page``,
+``next_page``, ``open_row`` (a result row clicked) and ``refresh_choices`` (page load: the models with
+outputs, the leading comparable one first, and the source difficulties).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from tcmqa.leaderboard import browse
+from tcmqa.leaderboard.board import Board
+from tcmqa.leaderboard.errors import reported
+from tcmqa.leaderboard.explorer import RESPONSE_COLUMNS, SHOWN_OUTPUT_COLUMNS, Explorer
+from tcmqa.schema import DOMAINS, RATERS_PER_ITEM
+
+ANY = ""  # every dropdown's "no filter" value
+DOMAIN_CHOICES = [("any", ANY), *[(f"{zh} ({key})", key) for key, zh in DOMAINS.items()]]
+TYPE_CHOICES = [("any", ANY), ("single-answer", "single"), ("multi-answer", "multi")]
+RATED_NAMES = {1: "1 easiest", 5: "5 hardest"}
+RATED_CHOICES = [("any", ANY), *[(RATED_NAMES.get(k, str(k)), str(k)) for k in browse.RATED_LEVELS]]
+OUTCOME_CHOICES = [("any", ANY), *[(label, label) for label in browse.OUTCOMES]]
+
+
+def _number(value: str | None) -> int | None:
+    """A dropdown's value as a filter: None for "any", else its integer."""
+    if value in (None, ANY):
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        raise browse.Refused(f"{value!r} is not a number") from None
+
+
+def filters(
+    search: str,
+    domain: str | None,
+    answer_type: str | None,
+    rated_difficulty: str | None,
+    source_difficulty: str | None,
+    consensus: str | None,
+    outcome: str | None,
+) -> browse.Filters:
+    """The controls' values as a query (:class:`browse.Refused` for a value no control offers)."""
+    return browse.Filters(
+        search=search or "",
+        domain=domain or None,
+        answer_type=answer_type or None,
+        rated_difficulty=_number(rated_difficulty),
+        source_difficulty=_number(source_difficulty),
+        consensus=_number(consensus),
+        outcome=outcome or None,
+    )
+
+
+def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, visitor_safe: Callable[[Any], Any]) -> gr.Textbox:
+    """The tab's components and events (call inside ``gr.Tab("Item explorer")``); returns the item id box,
+    which other tabs fill to open an item (then they click ``#item-show``)."""
+
+    def show_page(
+        search: str,
+        domain: str | None,
+        answer_type: str | None,
+        rated_difficulty: str | None,
+        source_difficulty: str | None,
+        consensus: str | None,
+        outcome: str | None,
+        model: str | None,
+        page_number: float | None,
+    ) -> tuple[pd.DataFrame, str, int]:
+        """A page of matching items, what the summary says, and the page number shown."""
+        try:
+            query = filters(search, domain, answer_type, rated_difficulty, source_difficulty, consensus, outcome)
+            result = explorer.browse(query, model or None, int(page_number or 1))
+        except browse.Refused as err:  # the visitor's own input: said back, nothing else
+            raise gr.Error(f"{str(err)[:1].upper()}{str(err)[1:]}.") from None
+        shown = f" · outcomes of `{model}`" if model else ""
+        return result.rows, f"{result.summary()}{shown}", result.number
+
+    def first_page(*controls: Any) -> tuple[pd.DataFrame, str, int]:
+        return show_page(*controls[:-1], 1)
+
+    def previous_page(*controls: Any) -> tuple[pd.DataFrame, str, int]:
+        return show_page(*controls[:-1], int(controls[-1] or 1) - 1)
+
+    def next_page(*controls: Any) -> tuple[pd.DataFrame, str, int]:
+        return show_page(*controls[:-1], int(controls[-1] or 1) + 1)
+
+    def show_item(item_id: str) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+        try:
+            return explorer.item(item_id)
+        except Exception as err:  # the data or the store may be unreachable: say so, with no secret
+            return f"The item could not be shown: {reported(err, 'show_item')}.", pd.DataFrame(), pd.DataFrame()
+
+    def open_row(event: gr.SelectData) -> tuple[str, str, pd.DataFrame, pd.DataFrame]:
+        """A clicked result row's item page (its id is the row's first cell)."""
+        row = getattr(event, "row_value", None)
+        if not row:
+            return "", "Click a row of the results to open its item.", pd.DataFrame(), pd.DataFrame()
+        item_id = str(row[0])
+        return (item_id, *show_item(item_id))
+
+    def refresh_choices() -> tuple[Any, Any]:
+        """The models with outputs (the leading comparable model first, the default) and the source difficulties."""
+        models = explorer.models(board.frame())
+        levels = sorted(int(v) for v in explorer.items()["source_difficulty"].dropna().unique())
+        return (
+            gr.update(choices=models, value=models[0] if models else None),
+            gr.update(choices=[("any", ANY), *[(str(v), str(v)) for v in levels]]),
+        )
+
+    raters = max(RATERS_PER_ITEM, explorer.raters)  # consensus: 0..N practitioners correct
+    gr.Markdown(
+        "Search the stems and options, filter, and click a row to open its item. **Consensus**: how many of the "
+        "item's practitioners answered it correctly (subset items). **Outcome**: the chosen model against the "
+        "practitioners' majority. Items in a practitioner block still being answered show no consensus or "
+        "outcome and are left out of those filters."
+    )
+    with gr.Row():
+        search = gr.Textbox(label="Search stem and options", placeholder="e.g. 肺 or 麻黄", elem_id="explorer-search")
+        # choices come at page load; an API caller may name any model with outputs (or source difficulty)
+        model = gr.Dropdown(
+            [], label="Model (for the outcome)", filterable=True, allow_custom_value=True, elem_id="explorer-model"
+        )
+    with gr.Row():
+        domain = gr.Dropdown(DOMAIN_CHOICES, value=ANY, label="Domain", elem_id="explorer-domain")
+        answer_type = gr.Dropdown(TYPE_CHOICES, value=ANY, label="Answer type", elem_id="explorer-type")
+        rated = gr.Dropdown(RATED_CHOICES, value=ANY, label="Rated difficulty (mean)", elem_id="explorer-rated")
+        source = gr.Dropdown(
+            [("any", ANY)], value=ANY, label="Source difficulty", allow_custom_value=True, elem_id="explorer-source"
+        )
+        consensus = gr.Dropdown(
+            [("any", ANY), *[(f"{k} correct", str(k)) for k in range(raters + 1)]],
+            value=ANY,
+            label="Consensus",
+            elem_id="explorer-consensus",
+        )
+        outcome = gr.Dropdown(
+            OUTCOME_CHOICES, value=ANY, label="Model vs practitioners", scale=2, elem_id="explorer-outcome"
+        )
+    with gr.Row():
+        previous_button = gr.Button("◀ Previous", size="sm", scale=0, min_width=110, elem_id="explorer-previous")
+        page = gr.Number(
+            1, label="Page", precision=0, minimum=1, scale=0, min_width=110, container=False, elem_id="explorer-page"
+        )
+        next_button = gr.Button("Next ▶", size="sm", scale=0, min_width=110, elem_id="explorer-next")
+        summary = gr.Markdown(elem_id="explorer-summary")
+    results = gr.Dataframe(
+        headers=browse.ROW_COLUMNS,
+        interactive=False,
+        wrap=True,
+        max_height=900,
+        column_widths=["9%", "38%", "9%", "20%", "9%", "15%"],
+        elem_id="explorer-results",
+    )
+    controls = [search, domain, answer_type, rated, source, consensus, outcome, model, page]
+    listing = [results, summary, page]
+    for control in (domain, answer_type, rated, source, consensus, outcome, model):
+        control.input(visitor_safe(first_page), controls, listing, api_name=False)
+    search.submit(visitor_safe(first_page), controls, listing, api_name=False)
+    page.submit(visitor_safe(show_page), controls, listing, api_name="browse")
+    previous_button.click(visitor_safe(previous_page), controls, listing, api_name=False)
+    next_button.click(visitor_safe(next_page), controls, listing, api_name=False)
+    demo.load(visitor_safe(refresh_choices), None, [model, source], api_name=False).then(
+        visitor_safe(first_page), controls, listing, api_name=False
+    )
+
+    gr.Markdown("### Item")
+    with gr.Row():
+        item_id = gr.Textbox(label="Item id (or click a row above)", elem_id="item-id", scale=3)
+        item_button = gr.Button("Show item", elem_id="item-show", scale=0, min_width=140)
+    item_text = gr.Markdown(elem_id="item-text")
+    gr.Markdown("**Practitioners' answers**")
+    item_responses = gr.Dataframe(pd.DataFrame(columns=RESPONSE_COLUMNS), interactive=False, elem_id="item-responses")
+    gr.Markdown(
+        "**Models' outputs** (one revision per model: its latest full run; P(A)–P(E): each letter's probability "
+        "as the first generated token, renormalised over A–E)"
+    )
+    item_outputs = gr.Dataframe(
+        pd.DataFrame(columns=SHOWN_OUTPUT_COLUMNS), interactive=False, wrap=True, elem_id="item-outputs"
+    )
+    page_outputs = [item_text, item_responses, item_outputs]
+    gr.on([item_button.click, item_id.submit], visitor_safe(show_item), item_id, page_outputs, api_name="item")
+    results.select(visitor_safe(open_row), None, [item_id, *page_outputs], api_name=False)
+    return item_id
