@@ -1,11 +1,12 @@
 """Browse and search the explorer's items: a text search, filters, one model's outcome beside the
 practitioners', and pages of results. Pure pandas, so it is tested and timed without a browser.
 
-:func:`item_table` turns the corpus, the practitioners' responses and the subset into one row per item
-(built once per practice version: 38,279 items in well under a second); :func:`select` filters it and
-:func:`page` cuts one page. Everything is in memory: a search is one substring scan of a precomputed
-column (stem and options, NFKC-normalised and case-folded, so full-width ``Ａ`` finds ``A``); a model's
-outcome needs only that model's correctness per item (``ModelOutputs.of``), never every output row.
+:func:`corpus_table` turns the corpus into one row per item (once per process: most of the cost), and
+:func:`item_table` adds what the practitioners said (the responses and the subset; once per practice
+version); :func:`select` filters it and :func:`page` cuts one page. Everything is in memory: a search is
+one substring scan of a precomputed column (stem and options, NFKC-normalised and case-folded, so
+full-width ``Ａ`` finds ``A``); a model's outcome needs only that model's correctness per item
+(``ModelOutputs.of``), never every output row.
 
 What each filter reads:
 
@@ -103,14 +104,25 @@ def _keys(domains: Iterable[str] | None) -> tuple[str, ...]:
     return tuple(k for k in DOMAINS if k in found)
 
 
-def item_table(corpus: pd.DataFrame, responses: pd.DataFrame, subset: pd.DataFrame) -> pd.DataFrame:
-    """One row per corpus item (corpus order), indexed by id: ``stem``, ``text`` (what the search scans),
-    ``answer_type``, ``corpus_domains`` and ``rater_domains`` (tuples of keys; the latter NaN without a
-    response), ``source_difficulty``, ``level`` (the mean rating's level, 0 unrated), ``n_correct`` and
-    ``n_raters`` (-1 off the subset), ``majority_correct`` (NA off the subset)."""
+def _rater_domains(responses: pd.DataFrame) -> pd.Series:
+    """item id -> the union of its responses' domain keys (a tuple in DOMAINS order; empty when none
+    ticked one). Vectorised: each distinct (item, domain) pair adds its domain's bit, and each distinct
+    bit mask is spelled out once."""
+    bit = {key: 1 << i for i, key in enumerate(DOMAINS)}
+    pairs = responses[["item_id", "domains"]].explode("domains")
+    pairs = pairs[pairs["domains"].isin(list(DOMAINS))].drop_duplicates()
+    masks = pairs["domains"].map(bit).groupby(pairs["item_id"]).sum()
+    spelled = {m: tuple(k for k, b in bit.items() if m & b) for m in masks.unique()}
+    return pd.Series({**dict.fromkeys(responses["item_id"].unique(), ()), **masks.map(spelled).to_dict()})
+
+
+def corpus_table(corpus: pd.DataFrame) -> pd.DataFrame:
+    """What the corpus alone gives, one row per item (corpus order), indexed by id: ``stem``, ``text`` (what
+    the search scans), ``answer_type``, ``corpus_domains`` (a tuple of keys), ``source_difficulty``. Built once
+    per process: the NFKC pass over every stem and option is most of the browse table's cost."""
     options = corpus["options"].map(lambda o: " ".join(str(v) for v in (o or {}).values())).to_numpy()
     stems = corpus["question"].fillna("").astype(str).to_numpy()
-    table = pd.DataFrame(
+    return pd.DataFrame(
         {
             "stem": stems,
             "text": [folded(f"{q} {o}") for q, o in zip(stems, options)],
@@ -120,12 +132,18 @@ def item_table(corpus: pd.DataFrame, responses: pd.DataFrame, subset: pd.DataFra
         },
         index=pd.Index(corpus["id"].astype(str).to_numpy(), name="id"),
     )
+
+
+def item_table(items: pd.DataFrame, responses: pd.DataFrame, subset: pd.DataFrame) -> pd.DataFrame:
+    """:func:`corpus_table`'s ``items`` (left as they are) with what the practitioners said:
+    ``rater_domains`` (a tuple of keys; NaN without a response), ``level`` (the mean rating's level, 0
+    unrated), ``n_correct`` and ``n_raters`` (-1 off the subset), ``majority_correct`` (NA off the subset)."""
+    table = items.copy()
     table["rater_domains"] = pd.Series(dtype=object)
     table["level"] = 0
     if len(responses):
         responses = responses.assign(item_id=responses["item_id"].astype(str))
-        by_item = responses.groupby("item_id")
-        table["rater_domains"] = by_item["domains"].agg(lambda lists: _keys(k for d in lists for k in d))
+        table["rater_domains"] = _rater_domains(responses)
         mean = pd.to_numeric(responses["difficulty"], errors="coerce").groupby(responses["item_id"]).mean()
         table["level"] = mean.dropna().map(rated_level).reindex(table.index).fillna(0).astype(int)
     table["n_correct"], table["n_raters"] = -1, -1

@@ -130,6 +130,11 @@ class Explorer:
         return load_config(self.data, "corpus").to_pandas().set_index("id", drop=False)
 
     @functools.cached_property
+    def corpus_table(self) -> pd.DataFrame:
+        """The browse table's corpus part (:func:`browse.corpus_table`), built once."""
+        return browse.corpus_table(self.corpus)
+
+    @functools.cached_property
     def imported_responses(self) -> pd.DataFrame:
         """The data's ``responses`` config; a tree built without the platform database has none."""
         if not has_config(self.data, "responses"):
@@ -180,7 +185,7 @@ class Explorer:
             if self._items is not None and version == self._items_version:
                 return self._items
         responses, subset = self.practitioners()
-        table = browse.item_table(self.corpus, responses, subset)
+        table = browse.item_table(self.corpus_table, responses, subset)
         with self._lock:
             self._items, self._items_version = table, version
         return table
