@@ -28,10 +28,10 @@ DOMAIN_CHOICES = [("any", ANY), *[(f"{zh} ({key})", key) for key, zh in DOMAINS.
 TYPE_CHOICES = [("any", ANY), ("single-answer", "single"), ("multi-answer", "multi")]
 RATED_NAMES = {1: "1 easiest", 5: "5 hardest"}
 RATED_CHOICES = [("any", ANY), *[(RATED_NAMES.get(k, str(k)), str(k)) for k in browse.RATED_LEVELS]]
+OUTCOME_CHOICES = [("any", ANY), *[(label, label) for label in browse.OUTCOMES]]
 # the item page's tables before an item is shown (not the tables' own headers: those are what the open-block
 # test looks for in a page's traffic to tell that a table of an item was sent)
 NO_ITEM = pd.DataFrame(columns=["no item shown yet"])
-OUTCOME_CHOICES = [("any", ANY), *[(label, label) for label in browse.OUTCOMES]]
 
 
 def _number(value: str | None) -> int | None:
@@ -115,7 +115,7 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, visitor_safe
     def refresh_choices() -> tuple[Any, Any]:
         """The models with outputs (the leading comparable model first, the default) and the source difficulties."""
         models = explorer.models(board.frame())
-        levels = sorted(int(v) for v in explorer.items()["source_difficulty"].dropna().unique())
+        levels = sorted(int(v) for v in explorer.corpus_table["source_difficulty"].dropna().unique())
         return (
             gr.update(choices=models, value=models[0] if models else None),
             gr.update(choices=[("any", ANY), *[(str(v), str(v)) for v in levels]]),
