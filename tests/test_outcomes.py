@@ -32,11 +32,11 @@ def _part(path: Path, model: str, right: dict[str, bool]) -> Path:
     return path
 
 
-def _finish(store: Store, tmp_path: Path, model: str, *parts: dict[str, bool]) -> str:
+def _finish(store: Store, tmp_path: Path, model: str, *parts: dict[str, bool], **row: object) -> str:
     store.submit(model, SHA, PROTOCOL, "u")
     job = store.claim("w")
     paths = [_part(tmp_path / f"{model.replace('/', '_')}-{i}.parquet", model, p) for i, p in enumerate(parts)]
-    assert store.finish(job, {"model": model, "revision": SHA, "protocol": PROTOCOL}, paths)
+    assert store.finish(job, {"model": model, "revision": SHA, "protocol": PROTOCOL, **row}, paths)
     return job.id
 
 
@@ -207,3 +207,48 @@ def test_practice_reference_follows_random_responses_exclusions_and_new_models(t
         rows = store.results()
         assert _seen(p.reference_rows(rows)) == _oracle(store, subset, rows)
     assert len(p.subset_majority()) > 16  # the Space's blocks entered the subset
+
+
+def test_board_sets_the_subset_columns_in_place_after_a_response(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A practitioner's response changes only the subset columns: the board sets them in place of a merge,
+    and what it shows equals a board merged anew, step after step; a new model merges again."""
+    from tcmqa.leaderboard import board as board_lib
+
+    rng = random.Random(3)
+    tree = study_tree_of(tmp_path)
+    store = SQLiteStore(tmp_path / "store")
+    loader = PracticeLoader(str(tree), store, block_size=4, raters=1)
+    p = loader.get()
+    items = [i["id"] for i in corpus(tree) if not i["flagged"]]
+    comparable = {"data_fingerprint": "fp", "coverage": 100.0, "origin": "evaluated"}
+    for k in range(3):
+        _finish(store, tmp_path, f"org/model-{k}", {i: rng.random() < 0.5 for i in items}, full=40.0 + k, **comparable)
+    merges = []
+    real_merge = board_lib.merge
+    monkeypatch.setattr(board_lib, "merge", lambda *a, **k: merges.append(1) or real_merge(*a, **k))
+    board = board_lib.Board(store, practice=loader)
+    board.frame()
+    assert len(merges) == 2  # the empty board made with it, then the first frame
+    confirm(p, "ann", "bo")
+    for account in ("ann", "bo"):
+        while (view := p.current(account)) is not None:
+            key = list(p.items[view.item_id]["answer"])
+            p.submit(
+                account,
+                view.item_id,
+                key if rng.random() < 0.7 else ["E"],
+                domains=["other"],
+                difficulty=2,
+                seconds=5.0,
+            )
+            shown = board.frame()
+            fresh = board_lib.Board(store, practice=loader).frame()
+            pd.testing.assert_frame_equal(board_lib.select(shown), board_lib.select(fresh))
+    # two per fresh board; on the running one only the first response merged (it brought the comparable
+    # reference row: before any response here the rows are as recorded), the other seven set columns in place
+    assert len(merges) == 2 + 2 * 8 + 1
+    assert (shown["Origin"] == "reference").sum() == 2  # the paper's and the comparable rows' own
+    _finish(store, tmp_path, "org/model-new", {i: True for i in items}, full=99.0, **comparable)
+    assert "org/model-new" in board.frame()["Model"].tolist() and len(merges) == 2 + 2 * 8 + 2

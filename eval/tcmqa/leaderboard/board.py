@@ -37,6 +37,7 @@ above it (:mod:`tcmqa.leaderboard.uncertainty` says what the mark tests and what
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 from collections import Counter
@@ -62,6 +63,9 @@ COLUMNS: dict[str, str] = {c.label: c.name for c in BOARD_COLUMNS}  # board labe
 P_VALUES = [c.label for c in BOARD_COLUMNS if c.name == "order_p"]  # 4 significant digits: 1e-9 is not 0.0
 NUMERIC_COLUMNS = [c.label for c in BOARD_COLUMNS if c.dtype != "string" and c.label not in P_VALUES]
 ORIGINS = ["reported", "evaluated", "reference"]
+LABEL = {c.name: c.label for c in BOARD_COLUMNS}  # results field -> board label
+REFERENCE_FIELDS = ("subset", "human_reference", "delta_human", "n_subset")  # what the practitioners' responses change
+ROW = "_row"  # hidden: an evaluated row's position among the merged rows (select() never shows it)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +133,12 @@ def reported_rows() -> pd.DataFrame:
     return frame.assign(origin="reported", protocol="paper")
 
 
+@functools.cache
+def _reported_records() -> tuple[dict[str, Any], ...]:
+    """:func:`reported_rows` as records with their Comparison label, read once per process."""
+    return tuple(reported_rows().assign(comparison=PAPER).to_dict("records"))
+
+
 def human_row(subset: float = HUMAN_SUBSET, **facts: Any) -> dict[str, Any]:
     """The practitioners' reference row: the paper's by default, or one computed on other items."""
     return {"model": HUMAN_NAME, "origin": "reference", "family": "Human", "subset": subset, "delta_human": 0.0} | facts
@@ -194,6 +204,37 @@ def significant(values: pd.Series, digits: int = 4) -> pd.Series:
     return values.map(lambda v: v if pd.isna(v) else float(f"{v:.{digits}g}"))
 
 
+def human_value(rows: Sequence[dict[str, Any]]) -> float | None:
+    """The practitioners' comparable reference: the majority vote on the comparable rows' own subset items
+    (their most common ``human_reference``); None when no comparable row carries one."""
+    humans = [r["human_reference"] for r in rows if r["comparison"] == COMPARABLE and r.get("human_reference")]
+    return Counter(round(float(v), 6) for v in humans).most_common(1)[0][0] if humans else None
+
+
+def with_reference(frame: pd.DataFrame, evaluated: Sequence[dict[str, Any]]) -> pd.DataFrame | None:
+    """``frame`` (a :func:`merge` of rows like ``evaluated``) with the subset columns of ``evaluated``: what a
+    practitioner's response changes, set in place of a whole merge. None when the comparable reference row
+    would appear or vanish (a merge then places it)."""
+    rows = [r for r in evaluated if r.get("origin") != "reported"]
+    at = frame[ROW].dropna().astype(int)
+    if len(at) != len(rows):
+        return None
+    comparisons = frame.loc[at.index, COMPARISON].tolist()
+    value = human_value([{**rows[i], "comparison": c} for i, c in zip(at, comparisons, strict=True)])
+    human = (frame["Origin"] == "reference") & (frame[COMPARISON] == COMPARABLE)
+    if (value is None) == bool(human.any()):
+        return None
+    frame = frame.copy()
+    for field in REFERENCE_FIELDS:
+        label = LABEL.get(field)
+        if label is not None:
+            values = pd.to_numeric(pd.Series([rows[i].get(field) for i in at], index=at.index), errors="coerce")
+            frame.loc[at.index, label] = values.round(2)
+    if value is not None:
+        frame.loc[human, "Subset"] = round(value, 2)
+    return frame
+
+
 def merge(
     evaluated: Sequence[dict[str, Any]],
     data_fingerprint: str | None = None,
@@ -217,22 +258,22 @@ def merge(
             "comparison": comparison(r, reference, protocol),
             FULL_CI: uncertainty.interval_text(r.get("full_ci_low"), r.get("full_ci_high")),
             SUBSET_CI: uncertainty.interval_text(r.get("subset_ci_low"), r.get("subset_ci_high")),
+            ROW: i,
         }
-        for r in rows
+        for i, r in enumerate(rows)
     ]
     ranked = [r for r in rows if r["comparison"] == COMPARABLE]
     for r, mark in zip(ranked, uncertainty.separation_marks(ranked, correctness or {}, marks), strict=True):
         r[SEPARATION] = mark
     references = [human_row(protocol="paper", comparison=PAPER)]
-    humans = [r["human_reference"] for r in rows if r["comparison"] == COMPARABLE and r.get("human_reference")]
-    if humans:  # the majority vote on the comparable rows' own subset items
-        value = Counter(round(float(v), 6) for v in humans).most_common(1)[0][0]
+    value = human_value(rows)
+    if value is not None:  # the majority vote on the comparable rows' own subset items
         references.append(
             human_row(value, data_fingerprint=reference, protocol=protocol, coverage=100.0, comparison=COMPARABLE)
         )
-    frame = pd.concat([reported_rows().assign(comparison=PAPER), pd.DataFrame([*references, *rows])], ignore_index=True)
+    frame = pd.DataFrame([*_reported_records(), *references, *rows])  # one frame of dicts: no concat of dtypes
     labels = {v: k for k, v in COLUMNS.items()} | {"comparison": COMPARISON}
-    frame = frame.rename(columns=labels).reindex(columns=["Model", COMPARISON, *CHOICES])
+    frame = frame.rename(columns=labels).reindex(columns=["Model", COMPARISON, *CHOICES, ROW])
     frame["Origin"] = frame["Origin"].fillna("evaluated")
     frame["Family"] = frame["Family"].fillna("unknown")
     frame["Revision"] = frame["Revision"].astype(object).fillna("").astype(str).str[:12]
@@ -322,14 +363,15 @@ class Board:
         self.practice = practice  # a tcmqa.leaderboard.practice.Practice: the reference grows with its responses
         self.reference = outcomes.shared(store)  # every run's per-item correctness: the refresh reads no output row
         self._lock = threading.Lock()
-        self._version: str | None = None
+        self._version: str | None = None  # of the results and outcomes merged
+        self._practice_version = ""  # of the practitioners' responses the subset columns are on
+        self._results: list[dict[str, Any]] = []
         self._frame = merge([], data_fingerprint, protocol)
         self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], str] = {}  # pairs tested (their runs unchanged)
 
-    def _rows(self) -> list[dict[str, Any]]:
+    def _rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference
         on the subset as it stands (the imported study plus the Space's own responses)."""
-        rows = self.store.results()
         if self.practice is not None:
             try:
                 rows = self.practice.reference_rows(rows)
@@ -338,17 +380,24 @@ class Board:
         return rows
 
     def frame(self) -> pd.DataFrame:
+        """The merged board. A finished or imported run merges it anew; a practitioner's response (only the
+        practice version changed) sets the subset columns in place (:func:`with_reference`)."""
         version = f"{self.store.version()}|{self.store.outcomes_version()}"
-        if self.practice is not None:
-            version += "|" + self.store.practice_version()
+        practice = self.store.practice_version() if self.practice is not None else ""
         with self._lock:
-            if version != self._version:
-                added, removed = self.reference.outcomes.refresh()
+            if version == self._version and practice != self._practice_version:
+                frame = with_reference(self._frame, self._rows(self._results))
+                if frame is not None:
+                    self._frame, self._practice_version = frame, practice
+            if version != self._version or practice != self._practice_version:
+                added, removed = self.reference.update()
                 if added or removed:  # a run re-recorded or withdrawn: its pairs are tested again
                     self._marks.clear()
+                self._results = self.store.results()
                 correctness = outcomes.ByKey(self.reference.outcomes)
-                self._frame = merge(self._rows(), self.data_fingerprint, self.protocol, correctness, self._marks)
-                self._version = version
+                rows = self._rows(self._results)
+                self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks)
+                self._version, self._practice_version = version, practice
             return self._frame
 
     def families(self) -> list[str]:

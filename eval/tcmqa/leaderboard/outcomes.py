@@ -144,9 +144,11 @@ class Reference:
             [(present & inside).sum(1), (correct & inside).sum(1), (present & human).sum(1)], axis=1
         ).astype(np.int64)
 
-    def update(self) -> None:
+    def update(self) -> tuple[list[str], list[str]]:
         """Follow the outcomes: count new or re-recorded runs, forget removed ones, and number the subset's
-        items that a new run brought (their columns were empty, so no existing count changes)."""
+        items that a new run brought (their columns were empty, so no existing count changes). The runs
+        (added or re-recorded, removed). Every reader refreshes the outcomes through here, so no run goes
+        uncounted."""
         with self.outcomes.lock:
             added, removed = self.outcomes.refresh()
             for run in removed:
@@ -158,6 +160,7 @@ class Reference:
                 rows = np.array([self.outcomes.row[r] for r in added], dtype=np.int64)
                 for run, counts in zip(added, self._count(rows, self.member), strict=True):
                     self.counts[run] = counts
+            return added, removed
 
     def set_subset(self, majority: Mapping[str, bool]) -> int:
         """The subset as it stands now (item id -> whether the practitioners' majority got it right); every
