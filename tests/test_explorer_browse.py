@@ -355,7 +355,7 @@ def test_browser_search_filter_page_and_open_an_item(tree: Path, tmp_path: Path)
             expect(outputs).to_contain_text("PLANTED-9010")
             expect(outputs).to_contain_text("P(A) %")
             expect(page.locator("#item-responses")).to_contain_text("practitioner_id")
-            page.locator("#item-text").scroll_into_view_if_needed()
+            expect(item).to_be_in_viewport(ratio=1)  # the page scrolled to the item
             page.screenshot(path=SHOTS / "explorer-item.png", full_page=True)
             browser.close()
     finally:

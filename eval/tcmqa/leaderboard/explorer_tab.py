@@ -32,6 +32,7 @@ OUTCOME_CHOICES = [("any", ANY), *[(label, label) for label in browse.OUTCOMES]]
 # the item page's tables before an item is shown (not the tables' own headers: those are what the open-block
 # test looks for in a page's traffic to tell that a table of an item was sent)
 NO_ITEM = pd.DataFrame(columns=["no item shown yet"])
+SHOW_ITEM_JS = '() => document.querySelector("#item-text")?.scrollIntoView({behavior: "smooth"})'  # after a row click
 
 
 def _number(value: str | None) -> int | None:
@@ -191,5 +192,5 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, visitor_safe
     item_outputs = gr.Dataframe(NO_ITEM, interactive=False, wrap=True, elem_id="item-outputs")
     page_outputs = [item_text, item_responses, item_outputs]
     gr.on([item_button.click, item_id.submit], visitor_safe(show_item), item_id, page_outputs, api_name="item")
-    results.select(visitor_safe(open_row), None, [item_id, *page_outputs], api_name=False)
+    results.select(visitor_safe(open_row), None, [item_id, *page_outputs], api_name=False).then(None, js=SHOW_ITEM_JS)
     return item_id
