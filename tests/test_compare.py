@@ -105,6 +105,11 @@ def test_compare_differing_items_leave_out_the_withheld_and_page(planted) -> Non
     assert planted.page(2, size=2)["item_id"].tolist() == ["i4"]
     assert planted.page(99, size=2)["item_id"].tolist() == ["i4"]  # clamped to the last page
     assert planted.page(0, size=2)["item_id"].tolist() == ["i1", "i6"]
+    # only the items one model got right
+    assert planted.page(1, right="B")["item_id"].tolist() == ["i4"]
+    assert planted.pages(size=1, right="A") == 2 and planted.page(2, size=1, right="A")["item_id"].tolist() == ["i6"]
+    with pytest.raises(ValueError, match="right is 'A', 'B' or None"):
+        planted.page(1, right="C")
 
 
 def test_compare_models_without_common_items() -> None:

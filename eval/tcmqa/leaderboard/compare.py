@@ -77,14 +77,23 @@ class Comparison:
     differing: pd.DataFrame  # the discordant items shown (open-block items left out), A's right ones first
     withheld: int  # discordant items left out of the list: in open practitioner blocks
 
-    def pages(self, size: int = PAGE_SIZE) -> int:
-        return max(1, -(-len(self.differing) // size))
+    def listed(self, right: str | None = None) -> pd.DataFrame:
+        """The differing items shown, all or only those ``right`` ("A" or "B") got right."""
+        if right is None:
+            return self.differing
+        if right not in ("A", "B"):
+            raise ValueError(f"right is 'A', 'B' or None, not {right!r}")
+        return self.differing[self.differing["right"] == right]
 
-    def page(self, number: int, size: int = PAGE_SIZE) -> pd.DataFrame:
-        """Page ``number`` (from 1, clamped to the pages there are) of the differing items: id, which model
-        was right, the stem cut to :data:`STEM_CHARS`, A's and B's predictions, the answer."""
-        number = min(max(int(number), 1), self.pages(size))
-        rows = self.differing.iloc[(number - 1) * size : number * size].copy()
+    def pages(self, size: int = PAGE_SIZE, right: str | None = None) -> int:
+        return max(1, -(-len(self.listed(right)) // size))
+
+    def page(self, number: int, size: int = PAGE_SIZE, right: str | None = None) -> pd.DataFrame:
+        """Page ``number`` (from 1, clamped to the pages there are) of the differing items (those ``right``
+        got right: "A", "B", or None for both): id, which model was right, the stem cut to
+        :data:`STEM_CHARS`, A's and B's predictions, the answer."""
+        number = min(max(int(number), 1), self.pages(size, right))
+        rows = self.listed(right).iloc[(number - 1) * size : number * size].copy()
         rows["stem"] = rows["stem"].map(lambda s: s if len(s) <= STEM_CHARS else s[: STEM_CHARS - 1] + "…")
         for column in ("A", "B", "answer"):
             rows[column] = rows[column].map(letters)

@@ -228,7 +228,10 @@ class ModelPages:
         return (same or rows or [None])[-1]
 
     def page(self, model: str) -> ModelPage:
+        """The model's page on its scored items (a run's rows on flagged items are not scored)."""
         run = self.source.outputs.of(model, ["item_id", "correct"])
+        corpus = self.source.corpus
+        run = run[run["item_id"].isin(set(corpus.loc[~corpus["flagged"].astype(bool), "id"]))]
         return model_page(model, run, self.subset(), self.results_row(model))
 
 

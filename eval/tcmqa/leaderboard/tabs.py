@@ -26,6 +26,9 @@ from tcmqa.leaderboard.settings import Settings
 from tcmqa.store import Store
 
 Safe = Callable[[Callable[..., Any]], Callable[..., Any]]
+# which differing items the Compare tab lists: the model that got them right (None: either)
+WHICH = {"one is right, the other wrong": None, "A right, B wrong": "A", "B right, A wrong": "B"}
+WHICH_CHOICES = list(WHICH)
 
 # after a differing item is clicked (its id is in the explorer's box): open the Item explorer and show it
 OPEN_ITEM_JS = """() => {
@@ -82,7 +85,9 @@ def analysis_tabs(
         return gr.update(choices=names), gr.update(choices=names), gr.update(choices=names)
 
     @safe
-    def show_compare(model_a: str | None, model_b: str | None, page: float | None) -> tuple[Any, ...]:
+    def show_compare(
+        model_a: str | None, model_b: str | None, which: str | None, page: float | None
+    ) -> tuple[Any, ...]:
         if not model_a or not model_b:
             return _no_comparison("Choose two models.")
         known = comparator.outputs.runs()
@@ -90,14 +95,16 @@ def analysis_tabs(
         if missing:
             return _no_comparison(f"No outputs for {', '.join(f'`{m}`' for m in missing)}.")
         c = comparator.compare(model_a, model_b)
-        number = min(max(int(page or 1), 1), c.pages())
+        right = WHICH.get(which or "")
+        pages = c.pages(right=right)
+        number = min(max(int(page or 1), 1), pages)
         note = (
-            f"{len(c.differing):,} items where one model is right and the other wrong; page {number} of {c.pages()} "
+            f"{len(c.listed(right)):,} items where {which or WHICH_CHOICES[0]}; page {number} of {pages} "
             f"({PAGE_SIZE} a page). Click a row to open the item."
         )
         if c.withheld:
             note += f" {c.withheld:,} more are withheld: they are in practitioner blocks still being answered."
-        return c.summary(), c.accuracy, c.by_domain, c.outcomes, c.page(number), note
+        return c.summary(), c.accuracy, c.by_domain, c.outcomes, c.page(number, right=right), note
 
     @safe
     def open_item(event: gr.SelectData) -> str:
@@ -141,6 +148,7 @@ def analysis_tabs(
         with gr.Row():
             model_a = gr.Dropdown([], label="Model A", filterable=True, elem_id="compare-a")
             model_b = gr.Dropdown([], label="Model B", filterable=True, elem_id="compare-b")
+            which = gr.Radio(WHICH_CHOICES, value=WHICH_CHOICES[0], label="Items listed", elem_id="compare-which")
             page = gr.Number(1, label="Page of differing items", minimum=1, precision=0, elem_id="compare-page")
         run = gr.Button("Compare", variant="primary", elem_id="compare-run")
         summary = gr.Markdown(elem_id="compare-summary")
@@ -172,7 +180,13 @@ def analysis_tabs(
             probes = gr.Dataframe(interactive=False, wrap=True, label="Probes", elem_id="model-probes")
     demo.load(model_choices, None, [model_a, model_b, model], api_name=False, show_progress="hidden")
     compared = [summary, accuracy, by_domain, outcomes, items, note]
-    gr.on([run.click, page.submit], show_compare, [model_a, model_b, page], compared, api_name="compare")
+    gr.on(
+        [run.click, page.submit, which.input],
+        show_compare,
+        [model_a, model_b, which, page],
+        compared,
+        api_name="compare",
+    )
     items.select(open_item, None, item_id, api_name=False).then(None, js=OPEN_ITEM_JS)
     shown = [
         model_summary,
