@@ -6,14 +6,17 @@ One SIMULATED study of max(M) models is written once (``tcmqa simulate``'s own c
 reported rows cycled with jittered targets; cached under ``--root``); the report over its first M runs
 is then made for each M in a fresh child process (so each peak RSS is that report's alone), timing
 each stage: load (``load_study``: the outputs queried where they lie), tables, figures (their data,
-drawing and PNG) and write (CSV, JSON, report.md). Prints one row per M, items/s (output rows per
-second of the whole report), and the CPU. Targets at M = 1,000 on 2 cores: under 2 minutes and 4 GB.
+drawing and PNG) and write (CSV, JSON, report.md). Prints one row per M: rows/s (output rows per
+second of the whole report), the process's CPU seconds (all threads), its peak RSS, and the 1-minute
+load average at the end (on a shared machine wall time grows with it); then the CPU. Targets at
+M = 1,000 on 2 cores: under 2 minutes and 4 GB.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -66,12 +69,15 @@ def measure(root: Path, m: int, n_boot: int) -> dict:
     study = load_study(data, runs)
     timings = {"load": time.perf_counter() - start}
     write_report(study, root / f"report-{m}", n_boot, simulated=is_simulated(data, runs[:1]), timings=timings)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "models": m,
         "rows": int(study.covered.sum()),
         **timings,
         "total": time.perf_counter() - start,
-        "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "peak_gb": usage.ru_maxrss / 2**20,
+        "loadavg": os.getloadavg()[0],
     }
 
 
@@ -94,13 +100,14 @@ def main() -> None:
     study_runs(args.root, max(args.models))  # simulate once, before any timing
     print(f"CPU: {cpu()}")
     print(f"{'models':>6} {'rows':>11} {'load s':>7} {'tables s':>8} {'figures s':>9} {'write s':>7} "
-          f"{'total s':>7} {'rows/s':>9} {'peak GB':>7}")  # fmt: skip
+          f"{'total s':>7} {'rows/s':>9} {'CPU s':>6} {'peak GB':>7} {'loadavg':>7}")  # fmt: skip
     for m in args.models:
         child = [sys.executable, __file__, "--one", str(m), "--root", str(args.root), "--n-boot", str(args.n_boot)]
         r = json.loads(subprocess.run(child, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
         print(
             f"{r['models']:>6} {r['rows']:>11,} {r['load']:>7.1f} {r['tables']:>8.1f} {r['figures']:>9.1f} "
-            f"{r['write']:>7.1f} {r['total']:>7.1f} {r['rows'] / r['total']:>9,.0f} {r['peak_gb']:>7.2f}"
+            f"{r['write']:>7.1f} {r['total']:>7.1f} {r['rows'] / r['total']:>9,.0f} {r['cpu']:>6.0f} "
+            f"{r['peak_gb']:>7.2f} {r['loadavg']:>7.1f}"
         )
 
 

@@ -163,6 +163,7 @@ def test_the_first_row_names_the_model_and_queries_stream_only_what_they_select(
         heads = query.run_heads()
         assert heads["model"].tolist() == ["s1", "first"] and heads["n_rows"].tolist() == [len(table)] * 2
         margin = np.full(len(ids), np.nan, dtype=np.float32)
-        for cells, values in query.cells({"margin": "margin"}, [1]):
-            margin[cells] = values["margin"]
+        for columns, rows, values in query.cells({"margin": "margin"}, [1]):
+            assert (columns == 0).all()
+            margin[rows["row"]] = values["margin"]
     np.testing.assert_array_equal(margin, table["margin"].to_numpy()[::-1])

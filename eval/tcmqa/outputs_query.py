@@ -62,10 +62,10 @@ class OutputsQuery:
             self.con.register(f"_{name}", table)
             self.con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM _{name}")
             self.con.unregister(f"_{name}")
-        files = ", ".join(_literal(p[0]) for p in parts)
+        self._files = "[" + ", ".join(_literal(p[0]) for p in parts) + "]"
         self.con.execute(
             "CREATE TEMP VIEW outputs AS SELECT o.* EXCLUDE (filename), p.run, p.part FROM "
-            f"read_parquet([{files}], filename = true, file_row_number = true) o JOIN parts p USING (filename)"
+            f"read_parquet({self._files}, filename = true, file_row_number = true) o JOIN parts p USING (filename)"
         )
         log.debug("outputs of %d runs in %d parts", len(runs), len(parts))
 
@@ -88,34 +88,43 @@ class OutputsQuery:
             yield from reader
 
     def run_heads(self) -> pd.DataFrame:
-        """Per run, in run order: ``n_rows`` (output rows), ``n_scored`` (rows on an item of ``items``) and
-        ``model`` (what its first row, in part then file order, names; None for a run of empty parts)."""
-        heads = self.frame(
-            "SELECT run, count(*) AS n_rows, count(i.row) AS n_scored, "
-            "arg_min(o.model, o.part::BIGINT * 4294967296 + o.file_row_number) AS model "
-            "FROM outputs o LEFT JOIN items i USING (item_id) GROUP BY run"
+        """Per run, in run order: ``n_rows`` (output rows, from the parts' metadata) and ``model`` (what its
+        first row names, first part first; None for a run of empty parts). Reads no column but that row's."""
+        counts = self.frame(
+            f"SELECT p.run, sum(m.num_rows) AS n_rows FROM parquet_file_metadata({self._files}) m "
+            "JOIN parts p ON m.file_name = p.filename GROUP BY p.run"
         ).set_index("run")
-        heads = heads.reindex(range(self.n_runs))
-        counts = heads[["n_rows", "n_scored"]].fillna(0).astype(np.int64)
-        return counts.assign(model=[m if isinstance(m, str) else None for m in heads["model"]])
+        first = self.frame("SELECT run, model FROM outputs WHERE part = 0 AND file_row_number = 0").set_index("run")
+        runs = range(self.n_runs)
+        return pd.DataFrame(
+            {
+                "n_rows": counts["n_rows"].reindex(runs).fillna(0).astype(np.int64),
+                "model": [m if isinstance(m, str) else None for m in first["model"].reindex(runs)],
+            },
+            index=pd.RangeIndex(self.n_runs, name="run"),
+        )
 
     def cells(
-        self, values: Mapping[str, str], runs: Sequence[int], row: str = "row"
-    ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
-        """The outputs of ``runs`` (run positions; matrix column k is ``runs[k]``) on the items numbered by
-        the ``items`` column ``row``, batch by batch: each row's flat index into a C-ordered
-        rows × len(runs) matrix, and the SQL expressions ``values`` (name -> expression over ``outputs``
-        columns) as numpy arrays (NULL: NaN or None)."""
-        column = np.full(self.n_runs, -1, dtype=np.int64)
-        column[list(runs)] = np.arange(len(runs))
+        self, values: Mapping[str, str], runs: Sequence[int], rows: Sequence[str] = ("row",)
+    ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]]:
+        """The outputs of ``runs`` (run positions; matrix column k is ``runs[k]``) on the items of ``items``
+        that one of the row numberings ``rows`` (``items`` columns) numbers, batch by batch: each output
+        row's matrix column, its row in each numbering (-1 where the numbering leaves the item out), and
+        the SQL expressions ``values`` (name -> expression over ``outputs`` columns) as numpy arrays
+        (NULL: NaN, or None in an object array)."""
         if not len(runs):
             return
-        selected = ", ".join(f"{expr} AS {name}" for name, expr in values.items())
-        wanted = ", ".join(map(str, runs))
+        column = np.full(self.n_runs, -1, dtype=np.int64)
+        column[list(runs)] = np.arange(len(runs))
+        numbered = " OR ".join(f"i.{r} IS NOT NULL" for r in rows)
         sql = (
-            f"SELECT o.run, i.{row} AS _row, {selected} FROM outputs o JOIN items i USING (item_id) "
-            f"WHERE i.{row} IS NOT NULL AND o.run IN ({wanted})"
+            f"SELECT o.run, {', '.join(f'coalesce(i.{r}, -1) AS {r}' for r in rows)}, "
+            f"{', '.join(f'{expr} AS {name}' for name, expr in values.items())} "
+            f"FROM outputs o JOIN items i USING (item_id) WHERE ({numbered}) AND o.run IN ({', '.join(map(str, runs))})"
         )
         for batch in self.batches(sql):
-            flat = batch.column("_row").to_numpy().astype(np.int64) * len(runs) + column[batch.column("run").to_numpy()]
-            yield flat, {name: batch.column(name).to_numpy(zero_copy_only=False) for name in values}
+            yield (
+                column[batch.column("run").to_numpy()],
+                {r: batch.column(r).to_numpy().astype(np.int64) for r in rows},
+                {name: batch.column(name).to_numpy(zero_copy_only=False) for name in values},
+            )

@@ -210,6 +210,13 @@ def load_study(data: str | Path, outputs: Sequence[str | Path] = ()) -> Study:
     )
 
 
+def _matrices(n: int, n_multi: int, m: int) -> dict[str, np.ndarray]:
+    """The Study matrices of ``m`` models, nothing covered yet: False, or NaN for the float ones."""
+    matrices = {k: np.zeros((n, m), dtype=bool) for k in ("covered", "correct", "lp_correct")}
+    matrices["margin"] = np.full((n, m), np.nan, dtype=np.float32)
+    return matrices | {k: np.full((n_multi, m), np.nan, dtype=np.float32) for k in _MULTI_CELLS}
+
+
 def _read_runs(
     runs: list[Path], item_ids: np.ndarray, multi: np.ndarray, fingerprint: str
 ) -> tuple[dict[str, np.ndarray], list[dict], list[dict]]:
@@ -217,9 +224,7 @@ def _read_runs(
     models' metadata, and the runs left out with the reason (see the module docstring)."""
     n, n_multi = len(item_ids), int(multi.sum())
     if not runs:
-        empty = {k: np.zeros((n, 0), dtype=bool) for k in ("covered", "correct", "lp_correct")}
-        floats = {k: np.zeros((n_multi, 0), dtype=np.float32) for k in _MULTI_CELLS}
-        return {**empty, "margin": np.zeros((n, 0), dtype=np.float32), **floats}, [], []
+        return _matrices(n, n_multi, 0), [], []
     items = pa.table(
         {
             "item_id": pa.array(item_ids, pa.string()),
@@ -229,40 +234,46 @@ def _read_runs(
     )
     with OutputsQuery(runs, items) as query:
         heads = query.run_heads()
-        metas, excluded, kept = [], [], []
-        for j, run in enumerate(runs):
-            meta = _results(run)
-            model = heads.at[j, "model"] if heads.at[j, "n_rows"] else meta.get("model") or run.name
-            recorded = meta.get("data_fingerprint")
-            reason = None
-            if recorded and recorded != fingerprint:
-                reason = f"its data fingerprint {recorded} is not this data's ({fingerprint})"
-            elif not recorded and not heads.at[j, "n_scored"]:
-                reason = f"none of its {heads.at[j, 'n_rows']:,} output rows is a scored item of this data"
-            if reason:
-                excluded.append(
-                    {"model": model, "run": str(run), "data": meta.get("data"), "data_fingerprint": recorded,
-                     "reason": reason}
-                )  # fmt: skip
-            else:
-                kept.append(j)
-                metas.append(_run_meta(run, model, meta))
-        m = len(kept)
-        matrices = {k: np.zeros((n, m), dtype=bool) for k in ("covered", *_CELLS)}
-        matrices["margin"] = np.full((n, m), np.nan, dtype=np.float32)
-        matrices.update({k: np.full((n_multi, m), np.nan, dtype=np.float32) for k in _MULTI_CELLS})
+        results = [_results(run) for run in runs]
+        names = [heads.at[j, "model"] if heads.at[j, "n_rows"] else meta.get("model") or run.name
+                 for j, (run, meta) in enumerate(zip(runs, results))]  # fmt: skip
+        recorded = [meta.get("data_fingerprint") for meta in results]
+        reasons = {
+            j: f"its data fingerprint {fp} is not this data's ({fingerprint})"
+            for j, fp in enumerate(recorded)
+            if fp and fp != fingerprint
+        }
+        read = [j for j in range(len(runs)) if j not in reasons]
+        m = len(read)
+        matrices = _matrices(n, n_multi, m)
         flat = {k: v.reshape(-1) for k, v in matrices.items()}  # views: writes land in the matrices
-        for cells, values in query.cells(_CELLS, kept):
+        n_scored = np.zeros(m, dtype=np.int64)
+        for columns, rows, values in query.cells(_CELLS | _MULTI_CELLS, read, rows=("row", "multi_row")):
+            n_scored += np.bincount(columns, minlength=m)
+            cells = rows["row"] * m + columns
             flat["covered"][cells] = True
-            for k, v in values.items():
-                flat[k][cells] = v
-        for cells, values in query.cells(_MULTI_CELLS, kept, row="multi_row"):
-            for k, v in values.items():
-                flat[k][cells] = v
-    twice = np.flatnonzero(matrices["covered"].sum(axis=0) != heads["n_scored"].to_numpy()[kept])
+            for k in _CELLS:
+                flat[k][cells] = values[k]
+            on_multi = rows["multi_row"] >= 0
+            cells = rows["multi_row"][on_multi] * m + columns[on_multi]
+            for k in _MULTI_CELLS:
+                flat[k][cells] = values[k][on_multi]
+    twice = np.flatnonzero(matrices["covered"].sum(axis=0) != n_scored)
     if len(twice):
         raise ValueError(
             "runs with two output rows for one scored item (a part written twice?): "
-            + ", ".join(str(runs[kept[k]]) for k in twice)
+            + ", ".join(str(runs[read[k]]) for k in twice)
         )
+    for k, j in enumerate(read):
+        if not recorded[j] and not n_scored[k]:
+            reasons[j] = f"none of its {heads.at[j, 'n_rows']:,} output rows is a scored item of this data"
+    kept = [k for k, j in enumerate(read) if j not in reasons]
+    if len(kept) < m:
+        matrices = {key: v[:, kept] for key, v in matrices.items()}
+    metas = [_run_meta(runs[j], names[j], results[j]) for j in read if j not in reasons]
+    excluded = [
+        {"model": names[j], "run": str(runs[j]), "data": results[j].get("data"), "data_fingerprint": recorded[j],
+         "reason": reasons[j]}
+        for j in sorted(reasons)
+    ]  # fmt: skip
     return matrices, metas, excluded
