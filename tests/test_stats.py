@@ -64,10 +64,13 @@ def test_bootstrap_interval_covers_the_mean_and_shrinks_with_n():
     assert (hi_l - lo_l)[0] == pytest.approx(2 * 1.96 * np.sqrt(0.24 / 20000), rel=0.2)
 
 
-def test_mcnemar_equals_statsmodels_exact():
-    rng = np.random.default_rng(4)
-    a = rng.random(1000) < 0.6
-    b = np.where(rng.random(1000) < 0.8, a, rng.random(1000) < 0.7)
+@pytest.mark.parametrize("seed", range(6))
+def test_mcnemar_equals_statsmodels_exact(seed: int):
+    """Against statsmodels on pairs from near-identical to very different, small and large (even splits too)."""
+    rng = np.random.default_rng(seed)
+    n = [1000, 40, 7, 5000, 200, 2][seed]
+    a = rng.random(n) < 0.6
+    b = np.where(rng.random(n) < [0.8, 0.5, 0.3, 0.99, 0.0, 0.5][seed], a, rng.random(n) < 0.7)
     ours = stats.mcnemar(a, b)
     table = [[int((a & b).sum()), ours.only_a], [ours.only_b, int((~a & ~b).sum())]]
     assert ours.p_value == pytest.approx(sm_mcnemar(table, exact=True).pvalue, rel=1e-9)

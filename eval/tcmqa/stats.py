@@ -127,5 +127,7 @@ def mcnemar(a: np.ndarray, b: np.ndarray) -> PairedTest:
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
     only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
     discordant = only_a + only_b
-    p = 1.0 if discordant == 0 else float(sps.binomtest(only_a, discordant, 0.5).pvalue)
+    # two-sided exact binomial test at 1/2: the distribution is symmetric, so its p is twice the smaller tail
+    # (what scipy's binomtest gives, at 1/30 of its cost: the board tests a thousand pairs)
+    p = 1.0 if discordant == 0 else min(1.0, 2 * float(sps.binom.cdf(min(only_a, only_b), discordant, 0.5)))
     return PairedTest(only_a=only_a, only_b=only_b, p_value=p)

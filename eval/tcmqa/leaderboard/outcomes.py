@@ -61,9 +61,10 @@ class Outcomes:
             removed = [run for run in known if run not in index]
             if not changed and not removed:
                 return [], []
-            if changed:
-                self.items = self.store.item_numbers()
-                self.number = {item: i for i, item in enumerate(self.items)}
+            if changed:  # numbers are never reused: read only the items numbered since
+                new = self.store.item_numbers(len(self.items))
+                self.number.update((item, len(self.items) + i) for i, item in enumerate(new))
+                self.items = self.items + new
             width = len(self.items)
             loaded: dict[str, Outcome] = {o.info.run: o for o in self.store.outcomes(changed, width)}
             keep = [r for r in self.runs if r.run in index and r.run not in loaded]

@@ -55,10 +55,14 @@ def p_text(p: float) -> str:
 
 def mark(below: pd.Series, above: pd.Series) -> str:
     """'≈ (p=0.41)' when the paired test does not separate the two rows, else 'p=0.003'; '' with no common item."""
-    common = below.index.intersection(above.index)
-    if common.empty:
+    if below.index.equals(above.index):  # the usual case, two full runs: no intersection to take
+        pair = below.to_numpy(), above.to_numpy()
+    else:
+        common = below.index.intersection(above.index)
+        pair = below[common].to_numpy(), above[common].to_numpy()
+    if not len(pair[0]):
         return ""
-    p = mcnemar(below[common].to_numpy(), above[common].to_numpy()).p_value
+    p = mcnemar(*pair).p_value
     return f"{SIMILAR} (p={p_text(p)})" if p >= ALPHA else f"p={p_text(p)}"
 
 

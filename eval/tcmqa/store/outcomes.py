@@ -161,13 +161,15 @@ class OutcomesStore(StoreCore):
         with self._read() as conn:
             return str(conn.execute(sa.select(sa.func.count()).select_from(outcomes_t)).scalar_one())
 
-    def item_numbers(self) -> list[str]:
-        """The item ids by number (position i: item number i)."""
+    def item_numbers(self, start: int = 0) -> list[str]:
+        """The item ids by number from ``start`` (position i: item number start + i); a reader that holds the
+        first ``start`` reads only the items numbered since."""
+        query = sa.select(item_keys_t.c.idx, item_keys_t.c.item_id).where(item_keys_t.c.idx >= start)
         with self._read() as conn:
-            rows = conn.execute(sa.select(item_keys_t.c.idx, item_keys_t.c.item_id).order_by(item_keys_t.c.idx)).all()
-        ids = [""] * (rows[-1][0] + 1 if rows else 0)
+            rows = conn.execute(query.order_by(item_keys_t.c.idx)).all()
+        ids = [""] * (rows[-1][0] + 1 - start if rows else 0)
         for idx, item_id in rows:
-            ids[idx] = item_id
+            ids[idx - start] = item_id
         return ids
 
     def outcomes(self, runs: Iterable[str], width: int) -> list[Outcome]:
