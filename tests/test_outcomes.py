@@ -250,5 +250,7 @@ def test_board_sets_the_subset_columns_in_place_after_a_response(
     # reference row: before any response here the rows are as recorded), the other seven set columns in place
     assert len(merges) == 2 + 2 * 8 + 1
     assert (shown["Origin"] == "reference").sum() == 2  # the paper's and the comparable rows' own
+    on = shown.loc[shown["Origin"] == "evaluated", board_lib.SUBSET_ON]
+    assert on.str.fullmatch(r"current [0-9a-f]{12}").all() and on.nunique() == 1  # one subset, its version
     _finish(store, tmp_path, "org/model-new", {i: True for i in items}, full=99.0, **comparable)
     assert "org/model-new" in board.frame()["Model"].tolist() and len(merges) == 2 + 2 * 8 + 2

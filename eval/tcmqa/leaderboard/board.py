@@ -80,6 +80,7 @@ class DerivedColumn:
 
 FULL_CI = "Full 95% CI"
 SUBSET_CI = "Subset 95% CI"
+SUBSET_ON = "Subset on"
 SEPARATION = "≈ above"
 DERIVED = (
     DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)"),
@@ -91,6 +92,13 @@ DERIVED = (
         "better comparable evaluated row by Full (p >= 0.05); 'p=…' when it does; empty when not tested",
     ),
     DerivedColumn(SUBSET_CI, "Subset", False, "95% bootstrap interval of Subset, percent (items resampled)"),
+    DerivedColumn(
+        SUBSET_ON,
+        SUBSET_CI,
+        False,
+        "the subset Subset and Δ human are on: 'current <version>' (counted from the row's outputs on the subset "
+        "as it stands, practitioner mode) or 'as recorded' (no outputs here: what its run recorded back then)",
+    ),
 )
 
 
@@ -204,6 +212,12 @@ def significant(values: pd.Series, digits: int = 4) -> pd.Series:
     return values.map(lambda v: v if pd.isna(v) else float(f"{v:.{digits}g}"))
 
 
+def subset_on(row: dict[str, Any]) -> str:
+    """The "Subset on" text of a row (:data:`DERIVED`); '' where the board does not recount (no practitioner mode)."""
+    version = row.get("subset_version")
+    return "" if not version else version if version == "as recorded" else f"current {version}"
+
+
 def human_value(rows: Sequence[dict[str, Any]]) -> float | None:
     """The practitioners' comparable reference: the majority vote on the comparable rows' own subset items
     (their most common ``human_reference``); None when no comparable row carries one."""
@@ -230,6 +244,7 @@ def with_reference(frame: pd.DataFrame, evaluated: Sequence[dict[str, Any]]) -> 
         if label is not None:
             values = pd.to_numeric(pd.Series([rows[i].get(field) for i in at], index=at.index), errors="coerce")
             frame.loc[at.index, label] = values.round(2)
+    frame.loc[at.index, SUBSET_ON] = [subset_on(rows[i]) for i in at]
     if value is not None:
         frame.loc[human, "Subset"] = round(value, 2)
     return frame
@@ -258,6 +273,7 @@ def merge(
             "comparison": comparison(r, reference, protocol),
             FULL_CI: uncertainty.interval_text(r.get("full_ci_low"), r.get("full_ci_high")),
             SUBSET_CI: uncertainty.interval_text(r.get("subset_ci_low"), r.get("subset_ci_high")),
+            SUBSET_ON: subset_on(r),
             ROW: i,
         }
         for i, r in enumerate(rows)
