@@ -213,6 +213,25 @@ def test_item_page_every_model_with_letter_probabilities(explorer: Explorer, tre
     assert "withheld" in text and "**Answer:**" not in text and responses.empty and outputs.empty
 
 
+def test_item_page_models_a_page_at_a_time(
+    explorer: Explorer, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One model a page, the given order first: a page reads its own models' runs only (the other's files
+    are gone and nothing fails); a page past the last is the last."""
+    import tcmqa.leaderboard.explorer as explorer_module
+
+    monkeypatch.setattr(explorer_module, "MODELS_PER_PAGE", 1)
+    evaluated_model(explorer.store, tree, tmp_path, "org/recorded")
+    text, _, outputs = explorer.item("9007", 2, [MODEL])
+    assert outputs["model"].tolist() == ["org/recorded"] and "models 2–2 of 2 (page 2 of 2)" in text
+    assert explorer.item("9007", 9, [MODEL])[2]["model"].tolist() == ["org/recorded"]
+    assert explorer.item("9007", 1)[2]["model"].tolist() == ["org/recorded"]  # no order: by name
+    for path in explorer.store.outputs_files():
+        path.unlink()
+    text, _, outputs = explorer.item("9007", 1, [MODEL])
+    assert outputs["model"].tolist() == [MODEL] and "models 1–1 of 2 (page 1 of 2)" in text
+
+
 def test_default_model_is_the_leading_comparable_one(explorer: Explorer, tree: Path, tmp_path: Path) -> None:
     for model, full in (("org/low", 40.0), ("org/high", 60.0)):
         (tmp_path / model).mkdir(parents=True)

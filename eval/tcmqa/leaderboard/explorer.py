@@ -1,7 +1,7 @@
 """The item explorer: browse and search the items (:mod:`tcmqa.leaderboard.browse`: filters, one model's
 outcome beside the practitioners', pages), and one item's page: its question and options, answer and
 explanation, the practitioners' answers and every model's output on it (text, predictions and the five
-letters' probabilities).
+letters' probabilities), :data:`MODELS_PER_PAGE` models a page (each page reads only its models' runs).
 
 Independence. An item in a practitioner block still being answered
 (:func:`tcmqa.leaderboard.practice.core.open_block_items`, the rule that also decides what is published) shows
@@ -49,7 +49,9 @@ from __future__ import annotations
 import collections
 import functools
 import json
+import math
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -71,6 +73,7 @@ SHOWN_OUTPUT_COLUMNS = ["model", "revision", "source", *OUTPUT_COLUMNS[1:-1], *P
 RESPONSE_COLUMNS = ["practitioner_id", "selected", "correct", "difficulty", "domains", "flagged", "seconds"]
 SUBSET_COLUMNS = ["item_id", "n_raters", "n_correct", "majority_correct"]
 MODELS_KEPT = 8  # models whose correctness per item stays in memory (the outcome filter's recent choices)
+MODELS_PER_PAGE = 25  # the item page's models' outputs, a page at a time
 WITHHELD = (
     "_This item is in a practitioner block still being answered: its answer, explanation, the practitioners' "
     "answers and the models' outputs are withheld until every rater of the block has finished it._"
@@ -103,6 +106,19 @@ def _joined(value: Any) -> str:
     if isinstance(value, str):
         return value
     return ", ".join(str(v) for v in value)
+
+
+class _Chosen(model_outputs.ModelOutputs):
+    """The shared outputs seen through some models only (a page of the item page's models), so
+    ``ModelOutputs.on`` reads those models' runs and no other: reading every run's files for one item costs
+    about 10 ms a model on a loaded 2-core machine (seconds at 1,000 models)."""
+
+    def __init__(self, outputs: model_outputs.ModelOutputs, models: Sequence[str]):
+        super().__init__(outputs.data, outputs.store, outputs.n_scored)
+        self.outputs, self.models = outputs, set(models)
+
+    def runs(self) -> dict[str, model_outputs.Run]:
+        return {m: run for m, run in self.outputs.runs().items() if m in self.models}
 
 
 class Explorer:
@@ -226,9 +242,13 @@ class Explorer:
         """Whether the item is in a practitioner block still being answered (module doc: independence)."""
         return item_id in open_block_items(self.store, self.raters)
 
-    def item(self, item_id: str) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    def item(
+        self, item_id: str, models_page: int = 1, order: Sequence[str] = ()
+    ) -> tuple[str, pd.DataFrame, pd.DataFrame]:
         """Markdown for the item, its practitioners' responses, and the models' outputs on it (one run per
-        model); for an item in an open block, the question and options alone."""
+        model), :data:`MODELS_PER_PAGE` models a page: ``order`` first (the model chooser's: the leading
+        comparable model first), then the rest by name; for an item in an open block, the question and options
+        alone."""
         item_id = (item_id or "").strip()
         if item_id not in self.corpus.index:
             return f"No item with id `{item_id}` in {self.data}.", pd.DataFrame(), pd.DataFrame()
@@ -249,7 +269,17 @@ class Explorer:
         responses = everyone[everyone["item_id"] == item_id]
         columns = [c for c in [*RESPONSE_COLUMNS, "source"] if c in responses]
         responses = responses[columns].copy()
-        outputs = self.outputs.on([item_id], [*OUTPUT_COLUMNS, "letter_logprobs"])
+        runs = self.outputs.runs()
+        ranked = [m for m in dict.fromkeys(order) if m in runs] + sorted(set(runs) - set(order))
+        pages = max(1, math.ceil(len(ranked) / MODELS_PER_PAGE))
+        number = min(max(1, int(models_page)), pages)
+        shown = ranked[(number - 1) * MODELS_PER_PAGE : number * MODELS_PER_PAGE]
+        if len(ranked) > MODELS_PER_PAGE:
+            text += (
+                f"\n\n_Models' outputs below: models {(number - 1) * MODELS_PER_PAGE + 1}–"
+                f"{(number - 1) * MODELS_PER_PAGE + len(shown)} of {len(ranked):,} (page {number} of {pages})._"
+            )
+        outputs = _Chosen(self.outputs, shown).on([item_id], [*OUTPUT_COLUMNS, "letter_logprobs"])
         outputs = outputs.join(_probabilities(outputs["letter_logprobs"]))
         outputs = outputs[[c for c in SHOWN_OUTPUT_COLUMNS if c in outputs]].copy()
         outputs["revision"] = outputs["revision"].astype(str).str[:12]  # a commit sha, shortened as on the board
@@ -257,4 +287,5 @@ class Explorer:
             for col in ("selected", "prediction", "domains"):
                 if col in frame:
                     frame[col] = frame[col].map(_joined)
-        return text, responses.reset_index(drop=True), outputs.sort_values("model").reset_index(drop=True)
+        outputs = outputs.sort_values("model", key=lambda m: m.map({name: i for i, name in enumerate(shown)}))
+        return text, responses.reset_index(drop=True), outputs.reset_index(drop=True)

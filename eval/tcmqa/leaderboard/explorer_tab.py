@@ -20,7 +20,7 @@ import pandas as pd
 from tcmqa.leaderboard import browse
 from tcmqa.leaderboard.board import Board
 from tcmqa.leaderboard.errors import reported
-from tcmqa.leaderboard.explorer import Explorer
+from tcmqa.leaderboard.explorer import MODELS_PER_PAGE, Explorer
 from tcmqa.schema import DOMAINS, RATERS_PER_ITEM
 
 ANY = ""  # every dropdown's "no filter" value
@@ -99,19 +99,20 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, visitor_safe
     def next_page(*controls: Any) -> tuple[pd.DataFrame, str, int]:
         return show_page(*controls[:-1], int(controls[-1] or 1) + 1)
 
-    def show_item(item_id: str) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    def show_item(item_id: str, models_page: float | None = 1) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+        """The item page, its models' outputs a page at a time in the model chooser's order."""
         try:
-            return explorer.item(item_id)
+            return explorer.item(item_id, int(models_page or 1), explorer.models(board.frame()))
         except Exception as err:  # the data or the store may be unreachable: say so, with no secret
             return f"The item could not be shown: {reported(err, 'show_item')}.", pd.DataFrame(), pd.DataFrame()
 
-    def open_row(event: gr.SelectData) -> tuple[str, str, pd.DataFrame, pd.DataFrame]:
-        """A clicked result row's item page (its id is the row's first cell)."""
+    def open_row(event: gr.SelectData) -> tuple[str, int, str, pd.DataFrame, pd.DataFrame]:
+        """A clicked result row's item page (its id is the row's first cell), its first page of models."""
         row = getattr(event, "row_value", None)
         if not row:
-            return "", "Click a row of the results to open its item.", pd.DataFrame(), pd.DataFrame()
+            return "", 1, "Click a row of the results to open its item.", pd.DataFrame(), pd.DataFrame()
         item_id = str(row[0])
-        return (item_id, *show_item(item_id))
+        return (item_id, 1, *show_item(item_id))
 
     def refresh_choices() -> tuple[Any, Any]:
         """The models with outputs (the leading comparable model first, the default) and the source difficulties."""
@@ -181,6 +182,14 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, visitor_safe
     gr.Markdown("### Item")
     with gr.Row():
         item_id = gr.Textbox(label="Item id (or click a row above)", elem_id="item-id", scale=3)
+        models_page = gr.Number(
+            1,
+            label=f"Page of models ({MODELS_PER_PAGE} a page)",
+            precision=0,
+            minimum=1,
+            scale=1,
+            elem_id="item-models-page",
+        )
         item_button = gr.Button("Show item", elem_id="item-show", scale=0, min_width=140)
     item_text = gr.Markdown(elem_id="item-text")
     gr.Markdown("**Practitioners' answers**")
@@ -191,6 +200,14 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, visitor_safe
     )
     item_outputs = gr.Dataframe(NO_ITEM, interactive=False, wrap=True, elem_id="item-outputs")
     page_outputs = [item_text, item_responses, item_outputs]
-    gr.on([item_button.click, item_id.submit], visitor_safe(show_item), item_id, page_outputs, api_name="item")
-    results.select(visitor_safe(open_row), None, [item_id, *page_outputs], api_name=False).then(None, js=SHOW_ITEM_JS)
+    gr.on(
+        [item_button.click, item_id.submit, models_page.submit],
+        visitor_safe(show_item),
+        [item_id, models_page],
+        page_outputs,
+        api_name="item",
+    )
+    results.select(visitor_safe(open_row), None, [item_id, models_page, *page_outputs], api_name=False).then(
+        None, js=SHOW_ITEM_JS
+    )
     return item_id
