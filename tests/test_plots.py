@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard.plots import EVALUATED, family_lines, figure2
+from tcmqa.leaderboard.plots import EVALUATED, family_lines, figure2, subset_bars
 from tcmqa.prompts import PROTOCOL
 
 FP = "fingerprint-of-the-served-data"
@@ -51,3 +51,14 @@ def test_family_lines_leave_out_rows_without_a_positive_size() -> None:
         {"model": ["b", "a", "c", "d"], "params_b": [2.0, 1.0, 0.0, 3.0], "full": [20, 10, 5, 30], "family": "F"}
     )
     assert family_lines(points) == {"F": {"models": ["a", "b", "d"], "params_b": [1.0, 2.0, 3.0], "full": [10, 20, 30]}}
+
+
+def test_subset_bars_name_each_reference_for_where_it_was_computed() -> None:
+    """Two practitioners' references (the paper's 64.94, this board's 70.0) are two bars, not one stacked bar."""
+    bars = subset_bars(board_lib.merge(ROWS, FP))
+    references = bars[bars["origin"] == "reference"].set_index("model")["subset"]
+    assert references.to_dict() == {
+        f"{board_lib.HUMAN_NAME} (paper)": 64.94,
+        f"{board_lib.HUMAN_NAME} (this board's subset)": 70.0,
+    }
+    assert bars["model"].is_unique

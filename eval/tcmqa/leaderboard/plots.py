@@ -37,6 +37,23 @@ def family_lines(points: pd.DataFrame) -> dict[str, dict[str, list]]:
     }
 
 
+def computed_on(comparison: str) -> str:
+    """Where a practitioners' reference row (by its Comparison label) was computed."""
+    return "paper" if comparison == board_lib.PAPER else "this board's subset"
+
+
+def subset_bars(frame: pd.DataFrame) -> pd.DataFrame:
+    """The Subset bars (:func:`tcmqa.leaderboard.board.plot_frames`' second frame), each practitioners'
+    reference row named for where it was computed: two references share one name, and a bar plot would
+    stack them into one bar above 100%."""
+    bars = board_lib.plot_frames(frame)[1].copy()
+    references = bars["origin"] == "reference"
+    bars.loc[references, "model"] = bars.loc[references, "model"] + bars.loc[references, "comparison"].map(
+        lambda comparison: f" ({computed_on(comparison)})"
+    )
+    return bars
+
+
 def figure2(frame: pd.DataFrame) -> Figure:
     """Figure 2 from the board's merged frame (:meth:`tcmqa.leaderboard.board.Board.frame`)."""
     scatter, _ = board_lib.plot_frames(frame)
@@ -50,8 +67,8 @@ def figure2(frame: pd.DataFrame) -> Figure:
         ax.plot(line["params_b"], line["full"], ls="--", marker="o", mfc="white", label=family + EVALUATED, **style)
     references = frame[frame["Origin"] == "reference"].dropna(subset=["Subset"]).drop_duplicates("Subset")
     for style, (_, row) in zip(REFERENCE_STYLES, references.iterrows()):
-        where = "paper" if row[board_lib.COMPARISON] == board_lib.PAPER else "this board's subset"
-        ax.axhline(row["Subset"], ls=style, color="black", lw=1.5, label=f"Practitioners {row['Subset']:.2f} ({where})")
+        label = f"Practitioners {row['Subset']:.2f} ({computed_on(row[board_lib.COMPARISON])})"
+        ax.axhline(row["Subset"], ls=style, color="black", lw=1.5, label=label)
     ax.set_xscale("log")
     ax.set_ylabel("Full exact match (%)")
     fig.set_size_inches(9.5, 4.8)  # room on the right for the legend, outside the lines

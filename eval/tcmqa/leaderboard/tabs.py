@@ -20,7 +20,7 @@ import pandas as pd
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard.compare import PAGE_SIZE, Comparator
 from tcmqa.leaderboard.model_page import ModelPages
-from tcmqa.leaderboard.plots import figure2
+from tcmqa.leaderboard.plots import figure2, subset_bars
 from tcmqa.leaderboard.practice import PracticeLoader
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.store import Store
@@ -51,7 +51,7 @@ def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Sa
     @safe
     def show_plots() -> tuple[Any, pd.DataFrame]:
         frame = board.frame()
-        return figure2(frame), board_lib.plot_frames(frame)[1]
+        return figure2(frame), subset_bars(frame)
 
     with gr.Tab("Plots"):
         size = gr.Plot(label="Figure 2: Full accuracy against parameters", elem_id="plots-figure2")
