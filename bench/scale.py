@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from common import REPO, SAMPLE, cpu_name, set_env
+from common import REPO, SAMPLE, cpu_name, sample_tree, set_env
 
 set_env()
 
@@ -65,16 +65,19 @@ def measure(fn: Callable[[], Any]) -> tuple[float, float, Any]:
 
 
 def scale_tree(out: Path, n_items: int) -> Path:
-    """The sample's items plus copies under new ids up to ``n_items``, built with the sample's platform database."""
+    """The sample's items plus copies of those the builder keeps, under new ids, up to ``n_items`` scorable items,
+    built with the sample's platform database."""
     tree = out / f"tree-{n_items}"
     if (tree / "corpus").is_dir():
         return tree
     lines = (SAMPLE / "items.jsonl").read_text(encoding="utf-8").splitlines()
     items = [json.loads(line) for line in lines if line.strip()]
+    kept = {row["id"] for row in load_config(str(sample_tree()), "corpus").select_columns(["id"]).to_list()}
+    valid = [i for i in items if str(i["question_id"]) in kept]  # copies of items the schema filter drops would go too
     top = max(int(i["question_id"]) for i in items) + 1
     copies = []
-    for k in range(n_items - len(items)):
-        item = dict(items[k % len(items)])
+    for k in range(n_items - len(valid)):
+        item = dict(valid[k % len(valid)])
         item["question_id"] = top + k
         item["question"] = f"{item['question']}（{k}）"  # not a duplicate of its original
         copies.append(item)
