@@ -24,8 +24,8 @@ import pandas as pd
 
 from tcmqa.hub import Publisher
 from tcmqa.leaderboard import board as board_lib
+from tcmqa.leaderboard import model_outputs, queue, tabs
 from tcmqa.leaderboard import practice as practice_lib
-from tcmqa.leaderboard import queue, tabs
 from tcmqa.leaderboard.about import probes_markdown
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.explorer import Explorer
@@ -117,6 +117,8 @@ def build_app(
     board = board_lib.Board(
         store, data_fingerprint=served_fingerprint(settings.data), practice=practice if settings.practice else None
     )
+    # the published runs' outcomes, aggregated once into the store: the board counts imported rows on the current subset
+    threading.Thread(target=model_outputs.record_published, args=(store, settings.data), daemon=True).start()
     # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
     explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
 

@@ -108,19 +108,6 @@ def _joined(value: Any) -> str:
     return ", ".join(str(v) for v in value)
 
 
-class _Chosen(model_outputs.ModelOutputs):
-    """The shared outputs seen through some models only (a page of the item page's models), so
-    ``ModelOutputs.on`` reads those models' runs and no other: reading every run's files for one item costs
-    about 10 ms a model on a loaded 2-core machine (seconds at 1,000 models)."""
-
-    def __init__(self, outputs: model_outputs.ModelOutputs, models: Sequence[str]):
-        super().__init__(outputs.data, outputs.store, outputs.n_scored)
-        self.outputs, self.models = outputs, set(models)
-
-    def runs(self) -> dict[str, model_outputs.Run]:
-        return {m: run for m, run in self.outputs.runs().items() if m in self.models}
-
-
 class Explorer:
     """The explorer over the data the Space serves and its store (module doc).
 
@@ -279,7 +266,7 @@ class Explorer:
                 f"\n\n_Models' outputs below: models {(number - 1) * MODELS_PER_PAGE + 1}–"
                 f"{(number - 1) * MODELS_PER_PAGE + len(shown)} of {len(ranked):,} (page {number} of {pages})._"
             )
-        outputs = _Chosen(self.outputs, shown).on([item_id], [*OUTPUT_COLUMNS, "letter_logprobs"])
+        outputs = self.outputs.on([item_id], [*OUTPUT_COLUMNS, "letter_logprobs"], models=set(shown))
         outputs = outputs.join(_probabilities(outputs["letter_logprobs"]))
         outputs = outputs[[c for c in SHOWN_OUTPUT_COLUMNS if c in outputs]].copy()
         outputs["revision"] = outputs["revision"].astype(str).str[:12]  # a commit sha, shortened as on the board
