@@ -33,23 +33,14 @@ from matplotlib.gridspec import GridSpec
 from tcmqa import figures
 from tcmqa.data import has_config, load_config
 from tcmqa.leaderboard.compare import UNRATED, Comparator
+from tcmqa.results import PROBE_COLUMNS
 from tcmqa.schema import DOMAINS, RESULT_COLUMNS
 from tcmqa.tables import DIFFICULTY_LEVELS
 
 CALIBRATION = ("ece", "acc_top10", "acc_coverage_area")
-PROBES = (
-    "circular",
-    "rotation_mean",
-    "circular_drop",
-    "recall_std",
-    "pride",
-    "n_rotation",
-    "order_first",
-    "order_chance",
-    "order_p",
-    "order_percentile",
-    "n_order",
-)
+PROBES = tuple(
+    c for c in PROBE_COLUMNS if c not in ("order_excluded", "probe_version")
+)  # the values, not the bookkeeping
 PRACTITIONERS = "Practitioners (majority)"
 _COLUMNS = {c.name: c for c in RESULT_COLUMNS}
 
