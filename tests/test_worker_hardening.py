@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from postgres import fresh_database
+from workers import worker_process
 
 from tcmqa import harness
 from tcmqa.harness import is_transient
@@ -25,22 +26,11 @@ from tcmqa.store import FAILED, FINISHED, PENDING, RUNNING, SQLiteStore, open_st
 from tcmqa.worker import WorkerConfig, evict_models, hosted_by_environment, hub_cache_folder, run_folder, run_job
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
-SKEW_S = 600.0
-# A worker whose own clock runs ten minutes fast: time.time is patched in its process, nowhere else.
-FAST_CLOCK = f"""
-import runpy, sys, time
-_real = time.time
-time.time = lambda: _real() + {SKEW_S}
-sys.argv = ["tcmqa", *sys.argv[1:]]
-runpy.run_module("tcmqa", run_name="__main__")
-"""
 
 
-def _worker(
-    spec: str, tmp_path: Path, command: str, *extra: str, launcher: list[str] | None = None
-) -> subprocess.Popen:
+def _worker(spec: str, tmp_path: Path, command: str, *extra: str) -> subprocess.Popen:
     """A ``tcmqa worker`` process on ``spec``, its store URL passed in the environment (never argv)."""
-    argv = [*(launcher or [sys.executable, "-m", "tcmqa"]), "worker", "--data", "demo-tree"]
+    argv = [sys.executable, "-m", "tcmqa", "worker", "--data", "demo-tree"]
     argv += ["--runs", str(tmp_path / "runs"), "--command", command, "--heartbeat-s", "0.3", "--poll-s", "0.1", *extra]
     env = {**os.environ, "TCMQA_STORE": spec}
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -62,14 +52,14 @@ def test_clock_skew_fast_worker_requeues_no_healthy_job(
     job = store.submit("org/m", SHA, "v1", "u")
     healthy = _worker(url, tmp_path, stand_in, "--once")
     _wait_for(lambda: store.get(job.id).status == RUNNING, what="the healthy worker's claim")
-    fast = tmp_path / "fast_clock.py"
-    fast.write_text(FAST_CLOCK)
-    skewed = _worker(url, tmp_path, stand_in, "--stale-after-s", "3", launcher=[sys.executable, str(fast)])
+    # its own clock ten minutes fast (time.time patched in its process, nowhere else)
+    skewed = worker_process(url, tmp_path / "skewed", stand_in, "--stale-after-s", "3", skew_s=600)
     try:
         log = healthy.communicate(timeout=120)[0]
     finally:
         skewed.kill()
-        skewed_log = skewed.communicate()[0]
+        skewed.wait()
+    skewed_log = (tmp_path / "skewed" / "worker.log").read_text()
     done = store.get(job.id)
     assert (done.status, done.attempts) == (FINISHED, 1), log + skewed_log
     assert len((tmp_path / "starts.txt").read_text().splitlines()) == 1  # never re-queued, never re-run
