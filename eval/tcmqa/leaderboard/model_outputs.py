@@ -35,7 +35,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from tcmqa.data import has_config, load_config
+from tcmqa.leaderboard import outcomes
 from tcmqa.store import Store
+from tcmqa.store.outcomes import published_run
 
 RECORDED, PUBLISHED = "recorded", "published"
 log = logging.getLogger("tcmqa.model_outputs")
@@ -256,15 +258,32 @@ class ModelOutputs:
 
     def accuracy_on(self, item_ids: Sequence[str]) -> pd.DataFrame:
         """Every model's exact-match accuracy on ``item_ids`` from its one run: model, revision, items,
-        accuracy (percent, 1 decimal), best first. What a practitioner's block report sets beside theirs."""
-        frame = self.on(item_ids, ["correct"])
+        accuracy (percent, 1 decimal), best first. What a practitioner's block report sets beside theirs.
+
+        Counted over the runs' outcomes (:mod:`tcmqa.leaderboard.outcomes`: no output row read); a published
+        run whose outcome is not aggregated yet (:func:`record_published` still running) is read where it lies."""
+        matrix = outcomes.shared(self.store).outcomes
+        counted, unread = [], []
+        with matrix.lock:
+            matrix.refresh()
+            columns = [matrix.number[i] for i in dict.fromkeys(map(str, item_ids)) if i in matrix.number]
+            for run in self.runs().values():
+                row = matrix.row.get(run.job if run.source == RECORDED else published_run(run.model, run.revision))
+                if row is None:
+                    unread.append(run.model)
+                    continue
+                present, correct = matrix.present[row, columns], matrix.correct[row, columns]
+                if present.any():
+                    counted.append((run.model, run.revision, int(present.sum()), float(correct[present].mean())))
+        frame = pd.DataFrame(counted, columns=["model", "revision", "items", "accuracy"])
+        if unread:
+            read = self.on(item_ids, ["correct"], models=set(unread))
+            if len(read):
+                more = read.groupby(["model", "revision"]).agg(items=("item_id", "size"), accuracy=("correct", "mean"))
+                frame = pd.concat([frame, more.reset_index()], ignore_index=True) if len(frame) else more.reset_index()
         if frame.empty:
             return pd.DataFrame(columns=["model", "revision", "items", "accuracy"])
-        out = (
-            frame.groupby(["model", "revision"])
-            .agg(items=("item_id", "size"), accuracy=("correct", "mean"))
-            .reset_index()
-        )
+        out = frame
         out["accuracy"] = (100 * out["accuracy"].astype(float)).round(1)
         return out.sort_values(["accuracy", "model"], ascending=[False, True]).reset_index(drop=True)
 
