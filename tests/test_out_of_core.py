@@ -167,3 +167,5 @@ def test_the_first_row_names_the_model_and_queries_stream_only_what_they_select(
             assert (columns == 0).all()
             margin[rows["row"]] = values["margin"]
     np.testing.assert_array_equal(margin, table["margin"].to_numpy()[::-1])
+    with pytest.raises(ValueError, match="no run folders to query"):
+        OutputsQuery([])

@@ -37,15 +37,17 @@ def _literal(text: str) -> str:
 class OutputsQuery:
     """The output parts of ``runs`` (run folders, or their ``outputs/`` folders) as the view ``outputs``.
 
-    A run folder without parts is an error naming it. ``items`` (``item_id`` and ``row``, the matrix row
-    of each scored item, plus any other integer row columns) is the table ``items``; none: no items.
-    Use as a context manager, or call :meth:`close`.
+    No run, or a run folder without parts, is an error (naming the folder). ``items`` (``item_id`` and
+    ``row``, the matrix row of each scored item, plus any other integer row columns) is the table
+    ``items``; none: no items. Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, runs: Sequence[str | Path], items: pa.Table | None = None) -> None:
         parts = [
             (str(path), run, k) for run, folder in enumerate(runs) for k, path in enumerate(required_parts(folder))
         ]
+        if not parts:
+            raise ValueError("no run folders to query")
         self.n_runs = len(runs)
         # insertion order is not kept: every consumer places rows by (run, item), so DuckDB need not buffer to order
         self.con = duckdb.connect(config={"preserve_insertion_order": False})
