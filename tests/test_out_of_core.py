@@ -140,6 +140,13 @@ def test_a_run_on_no_item_here_is_left_out_and_an_empty_run_is_an_error(sim, tmp
         load_study(sim / "data", [sim / "runs" / "s2", tmp_path / "empty"])
 
 
+def test_a_run_given_twice_is_two_equal_columns(sim):
+    study = load_study(sim / "data", [sim / "runs" / "s1", sim / "runs" / "s1"])
+    assert study.model_names == ["s1 (simulation, s1)", "s1 (simulation, s1) #2"]
+    np.testing.assert_array_equal(study.margin[:, 0], study.margin[:, 1])
+    assert study.covered.all() and not np.isnan(study.margin).any()
+
+
 def test_a_run_holding_an_item_twice_is_an_error_naming_it(sim, tmp_path):
     run = tmp_path / "twice"
     shutil.copytree(sim / "runs" / "s3", run)

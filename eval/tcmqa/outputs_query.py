@@ -64,7 +64,8 @@ class OutputsQuery:
             self.con.register(f"_{name}", table)
             self.con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM _{name}")
             self.con.unregister(f"_{name}")
-        self._files = "[" + ", ".join(_literal(p[0]) for p in parts) + "]"
+        # each file read once, however many runs name it (a run given twice is two columns of the same rows)
+        self._files = "[" + ", ".join(_literal(f) for f in dict.fromkeys(p[0] for p in parts)) + "]"
         self.con.execute(
             "CREATE TEMP VIEW outputs AS SELECT o.* EXCLUDE (filename), p.run, p.part FROM "
             f"read_parquet({self._files}, filename = true, file_row_number = true) o JOIN parts p USING (filename)"
