@@ -60,7 +60,7 @@ def accuracy_by_answer_type_data(study: Study) -> dict:
 
 def accuracy_by_answer_type_draw(d: dict) -> Figure:
     n = len(d["models"])
-    fig, ax = plt.subplots(figsize=(max(6, 0.45 * n + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(_span(0.45 * n + 2, 6), 4.5))
     x = np.arange(n)
     for k, (key, color) in enumerate((("full", "#4c72b0"), ("single", "#55a868"), ("multi", "#c44e52"))):
         ax.bar(x + (k - 1) * 0.27, _nan(d[key]), 0.27, label=key.capitalize(), color=color)
@@ -107,7 +107,7 @@ def multi_answer_overlap_data(study: Study) -> dict:
 
 def multi_answer_overlap_draw(d: dict) -> Figure:
     n = len(d["models"])
-    fig, ax = plt.subplots(figsize=(max(6, 0.45 * n + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(_span(0.45 * n + 2, 6), 4.5))
     x = np.arange(n)
     for k, key in enumerate(("precision", "recall", "f1")):
         ax.bar(x + (k - 1) * 0.27, _nan(d[key]), 0.27, label=key.upper() if key == "f1" else key.capitalize())
@@ -130,7 +130,7 @@ def models_vs_practitioners_data(study: Study) -> dict:
 
 def models_vs_practitioners_draw(d: dict) -> Figure:
     n = len(d["models"])
-    fig, ax = plt.subplots(figsize=(max(6, 0.45 * n + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(_span(0.45 * n + 2, 6), 4.5))
     human = d["human"] if d["human"] is not None else np.nan
     colors = ["#4c72b0" if (v or 0) > human else "#8c8c8c" for v in d["subset"]]
     ax.bar(np.arange(n), _nan(d["subset"]), color=colors)
@@ -274,7 +274,7 @@ def outcome_quadrants_data(study: Study) -> dict:
 
 def outcome_quadrants_draw(d: dict) -> Figure:
     n = len(d["models"])
-    fig, ax = plt.subplots(figsize=(8, max(3, 0.3 * n + 1.5)))
+    fig, ax = plt.subplots(figsize=(8, _span(0.3 * n + 1.5, 3)))
     left = np.zeros(n)
     colors = {"both": "#55a868", "model_only": "#4c72b0", "practitioners_only": "#dd8452", "neither": "#bbbbbb"}
     for key, color in colors.items():
@@ -367,6 +367,15 @@ def overconfidence_draw(d: dict) -> Figure:
     fig.suptitle(d["title"])
     fig.tight_layout()
     return fig
+
+
+MAX_SPAN_IN = 150  # inches: at the report's 110 dpi 16,500 px, a quarter of what matplotlib can draw (65,536 px)
+
+
+def _span(inches: float, least: float) -> float:
+    """A side that grows with the number of models, capped: past ~330 models on one axis the bars narrow
+    rather than the figure outgrowing what matplotlib can draw (a thousand-model study)."""
+    return min(max(least, inches), MAX_SPAN_IN)
 
 
 def _nan(values: list) -> np.ndarray:
