@@ -63,7 +63,8 @@ def test_local_gemma_evaluated_and_on_the_board(
             assert time.time() < deadline, "the evaluation did not finish in 15 minutes"
             time.sleep(1)
         assert job.status == FINISHED, (job.reason, job.log_tail)
-        assert seen <= {"PENDING", "RUNNING"} and "RUNNING" in seen
+        # FINISHED may be seen once: the job can end between the loop's store read and its /job call
+        assert seen <= {"PENDING", "RUNNING", "FINISHED"} and "RUNNING" in seen
 
         rows = [r for r in board(client) if r["Origin"] == "evaluated"]
         assert [r["Model"] for r in rows] == [gemma_dir.name]

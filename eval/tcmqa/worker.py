@@ -459,9 +459,13 @@ def prune_runs(store: Store, runs: Path, keep: int) -> list[Path]:
     Several workers may share ``runs`` (``--gpus``): a RUNNING or PENDING job's folder is never touched,
     since its next attempt resumes from it.
     """
-    live = {run_folder(runs, job) for job in store.jobs() if job.status not in (FINISHED, FAILED)}
+    jobs = store.jobs()
+    live = {run_folder(runs, job) for job in jobs if job.status not in (FINISHED, FAILED)}
+    # newest by when the job ended (the database's clock: fine-grained, one for every worker), else the folder's
+    # mtime (coarse: jobs ending within a few milliseconds tie on it)
+    ended_at = {run_folder(runs, job): job.updated_at or 0.0 for job in jobs if job.status in (FINISHED, FAILED)}
     ended = [p for p in runs.iterdir() if p.is_dir() and p not in live]
-    folders = sorted(ended, key=lambda p: p.stat().st_mtime)
+    folders = sorted(ended, key=lambda p: ended_at.get(p) or p.stat().st_mtime)
     removed = folders[: max(0, len(folders) - keep)]
     for folder in removed:
         shutil.rmtree(folder, ignore_errors=True)
