@@ -254,3 +254,25 @@ def test_board_sets_the_subset_columns_in_place_after_a_response(
     assert on.str.fullmatch(r"current [0-9a-f]{12}").all() and on.nunique() == 1  # one subset, its version
     _finish(store, tmp_path, "org/model-new", {i: True for i in items}, full=99.0, **comparable)
     assert "org/model-new" in board.frame()["Model"].tolist() and len(merges) == 2 + 2 * 8 + 2
+
+
+def test_block_review_shows_the_models_best_on_the_block(tmp_path: Path) -> None:
+    """A finished block's review sets beside each item the answers of the REVIEW_MODELS models best on the
+    block (their accuracy counted over the outcomes), not every model's."""
+    from tcmqa.leaderboard.practice.scoring import REVIEW_MODELS
+
+    tree = study_tree_of(tmp_path)
+    store = SQLiteStore(tmp_path / "store")
+    p = PracticeLoader(str(tree), store, block_size=4, raters=1).get()
+    confirm(p, "ann")
+    block = answer_all(p, "ann")
+    items = [i["id"] for i in corpus(tree) if not i["flagged"]]
+    for k in range(REVIEW_MODELS + 2):  # model k right on the first k % 5 of the block's four items
+        _finish(store, tmp_path, f"org/m{k:02d}", {i: i in block[: k % 5] for i in items})
+    [assignment] = store.practice_assignments("ann")
+    rows = p.review_rows("ann", assignment["block"])
+    shown = set(rows[0]["models"])
+    accuracy = {f"org/m{k:02d}": k % 5 for k in range(REVIEW_MODELS + 2)}
+    assert len(shown) == REVIEW_MODELS and min(accuracy[m] for m in shown) >= max(
+        accuracy[m] for m in set(accuracy) - shown
+    )

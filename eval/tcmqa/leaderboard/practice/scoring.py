@@ -20,6 +20,8 @@ from tcmqa.leaderboard import model_outputs, outcomes
 from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore, counts
 from tcmqa.schema import DOMAINS, SPACE
 
+REVIEW_MODELS = 10  # the models whose answers a block's review shows beside each item
+
 
 class PracticeScoring(PracticeCore):
     """The practitioner's report, the ``responses`` and ``subset`` configs, the human reference."""
@@ -28,13 +30,15 @@ class PracticeScoring(PracticeCore):
 
     def review_rows(self, account: str, block: int) -> list[dict[str, Any]]:
         """A finished block item by item, for the practitioner's review: the item, their answer, the
-        reference and explanation, and each model's answer (one run per model, the runs :meth:`report`'s
-        accuracy uses). Only for a complete block: call it after :meth:`report` succeeded."""
+        reference and explanation, and the answers of the ``REVIEW_MODELS`` models best on the block (one run
+        per model, the runs :meth:`report`'s accuracy uses; a thousand models' answers would bury the item).
+        Only for a complete block: call it after :meth:`report` succeeded."""
         mine = {r["item_id"]: r for r in self.store.practice_responses(account=account, block=block)}
         order = self.store.practice_block_items(block)
         models: dict[str, dict[str, list[str]]] = {i: {} for i in order}
         n_scored = sum(not item.get("flagged") for item in self.items.values())
-        predictions = model_outputs.shared(self.store, self.data, n_scored).on(order, ["prediction"])
+        best = self.models_on(order)["model"].head(REVIEW_MODELS)  # counted over outcomes: no output row read
+        predictions = model_outputs.shared(self.store, self.data, n_scored).on(order, ["prediction"], set(best))
         for model, item_id, prediction in predictions[["model", "item_id", "prediction"]].itertuples(index=False):
             models[item_id][model] = list(prediction) if prediction is not None else []
         return [
