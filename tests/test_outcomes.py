@@ -1,6 +1,6 @@
 """Each run's outcome bitmaps (tcmqa.store.outcomes) and the reference kept as counts over them
-(tcmqa.leaderboard.outcomes): recorded with the run, replaced when it is re-recorded, gone when it is
-withdrawn, backfilled by migration 7; the maintained counts equal a recount and the old computation from
+(tcmqa.leaderboard.outcomes): aggregated once by the first reader after the run is recorded, replaced when it
+is re-recorded, gone when it is withdrawn, for jobs finished before migration 7 too; the maintained counts equal a recount and the old computation from
 output rows after random sequences of responses, exclusions and new models."""
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def _finish(store: Store, tmp_path: Path, model: str, *parts: dict[str, bool], *
 
 
 def _vectors(store: Store, run: str) -> dict[str, bool]:
-    """A stored outcome read back by item id: (item -> correct) over its answered items."""
+    """A stored outcome read back by item id: (item -> correct) over its answered items (the first read
+    aggregates what was recorded since)."""
+    store.outcome_index()
     items = store.item_numbers()
     [o] = store.outcomes([run], len(items))
     return {items[i]: bool(o.correct[i]) for i in np.flatnonzero(o.present)}
@@ -62,8 +64,8 @@ def test_outcome_recorded_replaced_and_withdrawn_with_its_run(url: str, tmp_path
     )
     assert _vectors(store, job) == {"a": True, "b": True, "c": False}
     other = _finish(store, tmp_path, "org/b", {"c": True, "d": True})
-    assert store.item_numbers() == ["a", "b", "c", "d"]  # numbered once, in order of first appearance
     assert _vectors(store, other) == {"c": True, "d": True}
+    assert store.item_numbers() == ["a", "b", "c", "d"]  # numbered once, in order of first appearance
     assert _vectors(store, job) == {"a": True, "b": True, "c": False}  # an older bitmap reads at the new width
 
     # re-recorded (its claim lost and the job run again): the outcome is the new run's
@@ -94,7 +96,7 @@ def test_outcome_needs_correctness_and_published_runs_are_added_once(tmp_path: P
     }
 
 
-def test_migration_7_backfills_outcomes_of_finished_jobs(
+def test_outcomes_of_jobs_finished_before_migration_7_are_aggregated_on_first_read(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:6])
@@ -114,6 +116,7 @@ def test_migration_7_backfills_outcomes_of_finished_jobs(
     monkeypatch.undo()
     new = Store(url, cache_dir=tmp_path / "new")
     assert new.schema_version() == len(MIGRATIONS) == 7
+    assert new.record_outcomes() == 1 and new.record_outcomes() == 0  # once
     assert _vectors(new, "j1") == {"x": True, "y": False}
     new.close()
 

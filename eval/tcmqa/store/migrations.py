@@ -157,23 +157,10 @@ def _migration_6(conn: Connection, store: Store) -> None:
 
 
 def _migration_7(conn: Connection, store: Store) -> None:
-    """Each run's outcome bitmaps (tcmqa.store.outcomes), aggregated from the outputs parts of every finished job."""
-    from tcmqa.store.outcomes import RECORDED
-
+    """Each run's outcome bitmaps (tcmqa.store.outcomes); the finished jobs' are aggregated by their first
+    reader (``record_outcomes``), not here: a migration holds the write lock, and a thousand jobs take a minute."""
     item_keys_t.create(conn, checkfirst=True)
     outcomes_t.create(conn, checkfirst=True)
-    finished = conn.execute(
-        sa.select(jobs_t.c.id, jobs_t.c.model, jobs_t.c.revision, jobs_t.c.protocol, results_t.c.recorded_at)
-        .join(results_t, results_t.c.job_id == jobs_t.c.id)
-        .where(jobs_t.c.status == FINISHED)
-    ).all()
-    for job_id, model, revision, protocol, recorded_at in finished:
-        parts = conn.execute(
-            sa.select(outputs_t.c.data).where(outputs_t.c.job_id == job_id).order_by(outputs_t.c.part)
-        ).scalars()
-        store._record_outcome(
-            conn, job_id, RECORDED, recorded_at or 0.0, list(parts), model=model, revision=revision, protocol=protocol
-        )
 
 
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [

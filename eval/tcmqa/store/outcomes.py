@@ -6,9 +6,9 @@ which it got right. 38,279 items take 4.8 KB per bitmap, so a thousand runs are 
 query, while their output rows are 38 million. The board's reference (Subset, Δ human, the practitioners'
 line) and its separation marks are counts over these bitmaps (:mod:`tcmqa.leaderboard.outcomes`).
 
-Written in the transaction that records the run (``finish``, from its Parquet bytes), for runs the data
-publishes (``record_published``, the served ``outputs`` config, aggregated once per run), and for runs
-recorded before this table existed (migration 7). ``outcome_index`` says what changed, cheaply, so a
+Written once per run: for a finished job by its first reader (``record_outcomes``, from the job's Parquet
+bytes in the store; ``finish`` only drops a re-recorded job's old outcome), for runs the data publishes by
+``record_published`` (the served ``outputs`` config). ``outcome_index`` says what changed, cheaply, so a
 reader loads only new or re-recorded runs.
 """
 
@@ -26,7 +26,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from tcmqa.store.core import _ITEMS_LOCK, StoreCore
-from tcmqa.store.tables import item_keys_t, outcomes_t
+from tcmqa.store.jobs import FINISHED
+from tcmqa.store.tables import item_keys_t, jobs_t, outcomes_t, outputs_t, results_t
 
 RECORDED, PUBLISHED = "recorded", "published"
 _SCHEMA = pa.schema(
@@ -107,17 +108,16 @@ class OutcomesStore(StoreCore):
         self, conn: Connection, run: str, source: str, at: float, parts: Iterable[bytes | pa.Table], **fallback: str
     ) -> bool:
         """Aggregate a run's rows into its outcome row (replacing any); False when the rows carry no
-        correctness. ``fallback``: model, revision and protocol for rows that did not record them."""
+        correctness (the row is kept, empty, so the run is not read again). ``fallback``: model, revision and
+        protocol for rows that did not record them."""
         table = _table(parts)
         conn.execute(sa.delete(outcomes_t).where(outcomes_t.c.run == run))
-        if not len(table):
-            return False
-        first = {c: table[c][0].as_py() for c in ("model", "revision", "protocol")}
+        first = {c: table[c][0].as_py() if len(table) else None for c in ("model", "revision", "protocol")}
         facts = {c: str(first[c] or fallback.get(c) or "") for c in first}
         item_ids = table["item_id"].to_pylist()
         correct = pc.fill_null(table["correct"], False).to_numpy(zero_copy_only=False)
         numbers = self._numbers(conn, item_ids)
-        width = int(numbers.max()) + 1
+        width = int(numbers.max()) + 1 if len(numbers) else 0
         # an item scored twice keeps its last record, as everywhere else
         last = {n: c for n, c in zip(numbers.tolist(), correct.tolist(), strict=True)}
         answered = np.fromiter(last, dtype=np.int64, count=len(last))
@@ -134,7 +134,7 @@ class OutcomesStore(StoreCore):
                 **facts,
             )
         )
-        return True
+        return bool(len(answered))
 
     def record_published(self, runs: Iterable[tuple[str, str, float, pa.Table]]) -> int:
         """Aggregate runs the data publishes (model, revision, date stamp, its rows), each once: a run
@@ -148,12 +148,39 @@ class OutcomesStore(StoreCore):
                     added += self._record_outcome(conn, run, PUBLISHED, at, [table], model=model, revision=revision)
         return added
 
+    def record_outcomes(self) -> int:
+        """Aggregate every finished job whose outcome is not stored yet (recorded since, or before migration 7),
+        each once; how many. The reader does it, not ``finish``: the worker process then never parses
+        Parquet (pyarrow's reader left it aborting at exit, one exit in ten), and a job's outcome costs its
+        first reader ~20-60 ms."""
+        missing = (
+            sa.select(jobs_t.c.id, jobs_t.c.model, jobs_t.c.revision, jobs_t.c.protocol, results_t.c.recorded_at)
+            .join(results_t, results_t.c.job_id == jobs_t.c.id)
+            .where(jobs_t.c.status == FINISHED, jobs_t.c.id.not_in(sa.select(outcomes_t.c.run)))
+        )
+        with self._read() as conn:
+            jobs = conn.execute(missing).all()
+        done = 0
+        for job_id, model, revision, protocol, recorded_at in jobs:
+            with self._write() as conn:
+                self._lock(conn, _ITEMS_LOCK)  # PostgreSQL: two readers never aggregate one job at once
+                if conn.execute(sa.select(outcomes_t.c.run).where(outcomes_t.c.run == job_id)).first():
+                    continue
+                parts = conn.execute(
+                    sa.select(outputs_t.c.data).where(outputs_t.c.job_id == job_id).order_by(outputs_t.c.part)
+                ).scalars()
+                facts = {"model": model, "revision": revision, "protocol": protocol}
+                done += self._record_outcome(conn, job_id, RECORDED, recorded_at or 0.0, list(parts), **facts)
+        return done
+
     def outcome_index(self) -> dict[str, RunInfo]:
-        """Every stored outcome's facts, without its bitmaps: what a reader compares to load only what
-        changed, and the list of runs with outputs (:mod:`tcmqa.leaderboard.model_outputs`)."""
+        """Every stored outcome with correctness, its facts without its bitmaps (finished jobs aggregated first,
+        :meth:`record_outcomes`): what a reader compares to load only what changed, and the list of runs with
+        outputs (:mod:`tcmqa.leaderboard.model_outputs`)."""
+        self.record_outcomes()
         columns = [outcomes_t.c[f.name] for f in dataclasses.fields(RunInfo)]
         with self._read() as conn:
-            rows = conn.execute(sa.select(*columns)).all()
+            rows = conn.execute(sa.select(*columns).where(outcomes_t.c.n_items > 0)).all()
         return {r[0]: RunInfo(*r) for r in rows}
 
     def outcomes_version(self) -> str:

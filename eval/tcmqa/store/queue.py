@@ -21,9 +21,8 @@ from sqlalchemy.exc import IntegrityError
 
 from tcmqa.store.core import _SUBMIT_LOCK
 from tcmqa.store.jobs import FAILED, FINISHED, PENDING, RUNNING, Job, JobRows, new_job
-from tcmqa.store.outcomes import RECORDED, OutcomesStore
 from tcmqa.store.results import _jsonable
-from tcmqa.store.tables import jobs_t, outputs_t, probes_t, publications_t, results_t
+from tcmqa.store.tables import jobs_t, outcomes_t, outputs_t, probes_t, publications_t, results_t
 
 
 class DuplicateError(Exception):
@@ -51,7 +50,7 @@ def _stale_verdict(job: Job, max_attempts: int, now: float) -> Job:
     return dataclasses.replace(job, status=PENDING, claim="", progress=progress, updated_at=now, status_at=now)
 
 
-class QueueStore(JobRows, OutcomesStore):
+class QueueStore(JobRows):
     """The queue's transactions (see the module docstring)."""
 
     def _select_jobs(self, *where: Any) -> list[Job]:
@@ -198,17 +197,9 @@ class QueueStore(JobRows, OutcomesStore):
                         sa.insert(table), [{"job_id": job.id, "part": i, "data": d} for i, d in enumerate(data)]
                     )
             conn.execute(sa.insert(publications_t).values(job_id=job.id, created_at=now, next_try_at=now, attempts=0))
-            # aggregated once, here: the board counts these bitmaps and never reads the output rows
-            self._record_outcome(
-                conn,
-                job.id,
-                RECORDED,
-                now,
-                parts[outputs_t],
-                model=job.model,
-                revision=job.revision,
-                protocol=job.protocol,
-            )
+            # its outcome is aggregated by its first reader (tcmqa.store.outcomes.record_outcomes); a re-recorded
+            # job's old one goes
+            conn.execute(sa.delete(outcomes_t).where(outcomes_t.c.run == job.id))
         return True
 
     def fail(self, job: Job, reason: str, log_tail: str = "") -> bool:
