@@ -1,7 +1,8 @@
 """Each run's outcome bitmaps (tcmqa.store.outcomes) and the reference kept as counts over them
-(tcmqa.leaderboard.outcomes): aggregated once by the first reader after the run is recorded, replaced when it
-is re-recorded, gone when it is withdrawn, for jobs finished before migration 7 too; the maintained counts equal a recount and the old computation from
-output rows after random sequences of responses, exclusions and new models."""
+(tcmqa.leaderboard.outcomes): aggregated once by the first reader after the run is recorded, replaced when
+it is re-recorded, gone when it is withdrawn, for jobs finished before migration 7 too; the maintained
+counts equal a recount and the old computation from output rows after random sequences of responses,
+exclusions and new models."""
 
 from __future__ import annotations
 
