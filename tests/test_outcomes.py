@@ -280,3 +280,16 @@ def test_block_review_shows_the_models_best_on_the_block(tmp_path: Path) -> None
     assert len(shown) == REVIEW_MODELS and min(accuracy[m] for m in shown) >= max(
         accuracy[m] for m in set(accuracy) - shown
     )
+
+
+def test_a_run_first_read_by_a_block_report_is_still_counted_by_the_board(tmp_path: Path) -> None:
+    """Whichever reader loads a new run first (here a block report's model accuracies), the reference counts
+    it: every reader refreshes the outcomes through Reference.update."""
+    tree = study_tree_of(tmp_path)
+    store = SQLiteStore(tmp_path / "store")
+    p = PracticeLoader(str(tree), store, block_size=4, raters=1).get()
+    items = [i["id"] for i in corpus(tree) if not i["flagged"]]
+    _finish(store, tmp_path, "org/first", {i: True for i in items})
+    assert p.models_on(items)["model"].tolist() == ["org/first"]  # the run loaded here first
+    [row] = p.reference_rows(store.results())
+    assert row["subset"] == 100.0 and row["subset_version"] != "as recorded"

@@ -406,15 +406,9 @@ class Board:
                 if frame is not None:
                     self._frame, self._practice_version = frame, practice
             if version != self._version or practice != self._practice_version:
-                known = {r.run: (r.model, r.revision) for r in self.reference.outcomes.runs}
-                added, removed = self.reference.update()
-                now = {r.run: (r.model, r.revision) for r in self.reference.outcomes.runs}
-                changed = [known.get(run) or now[run] for run in [*added, *removed]]
-                # re-recorded or withdrawn runs, and rows without a revision (they read their model's latest run):
-                # their pairs are tested again; a new run's own pairs were never tested
-                stale = {key for key in changed if key in known.values()} | {(model, "") for model, _ in changed}
-                if stale:
-                    self._marks = {pair: m for pair, m in self._marks.items() if not set(pair) & stale}
+                changed = self.reference.update()  # models with a run added, re-recorded or withdrawn
+                if changed:  # their pairs are tested again (a row without revision reads its model's latest run)
+                    self._marks = {pair: m for pair, m in self._marks.items() if not {pair[0][0], pair[1][0]} & changed}
                 self._results = self.store.results()
                 correctness = outcomes.ByKey(self.reference.outcomes)
                 rows = self._rows(self._results)

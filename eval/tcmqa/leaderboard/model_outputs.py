@@ -262,10 +262,11 @@ class ModelOutputs:
 
         Counted over the runs' outcomes (:mod:`tcmqa.leaderboard.outcomes`: no output row read); a published
         run whose outcome is not aggregated yet (:func:`record_published` still running) is read where it lies."""
-        matrix = outcomes.shared(self.store).outcomes
+        reference = outcomes.shared(self.store)
+        matrix = reference.outcomes
         counted, unread = [], []
         with matrix.lock:
-            matrix.refresh()
+            reference.update()  # through the reference, which counts what it loads
             columns = [matrix.number[i] for i in dict.fromkeys(map(str, item_ids)) if i in matrix.number]
             for run in self.runs().values():
                 row = matrix.row.get(run.job if run.source == RECORDED else published_run(run.model, run.revision))

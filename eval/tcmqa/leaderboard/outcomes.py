@@ -52,13 +52,14 @@ class Outcomes:
         self.present = np.zeros((0, 0), dtype=bool)
         self.correct = np.zeros((0, 0), dtype=bool)
 
-    def refresh(self) -> tuple[list[str], list[str]]:
-        """Load what changed in the store; (runs added or re-recorded, runs removed)."""
+    def refresh(self) -> tuple[list[Outcome], list[RunInfo]]:
+        """Load what changed in the store; (the outcomes added or re-recorded, the runs removed). Readers call
+        :meth:`Reference.update`, which calls this and counts what it loaded."""
         with self.lock:
             index = self.store.outcome_index()
             known = {r.run: r for r in self.runs}
             changed = [run for run, info in index.items() if known.get(run) != info]
-            removed = [run for run in known if run not in index]
+            removed = [info for run, info in known.items() if run not in index]
             if not changed and not removed:
                 return [], []
             if changed:  # numbers are never reused: read only the items numbered since
@@ -78,7 +79,7 @@ class Outcomes:
             self.by_model = {}
             for r in self.runs:
                 self.by_model.setdefault(r.model, []).append(r)
-            return list(loaded), removed
+            return [*loaded.values()], removed
 
     def run_of(self, model: Any, revision: Any) -> str | None:
         """The run a results row of ``model`` at ``revision`` reads (module doc); None without one."""
@@ -145,23 +146,23 @@ class Reference:
             [(present & inside).sum(1), (correct & inside).sum(1), (present & human).sum(1)], axis=1
         ).astype(np.int64)
 
-    def update(self) -> tuple[list[str], list[str]]:
+    def update(self) -> set[str]:
         """Follow the outcomes: count new or re-recorded runs, forget removed ones, and number the subset's
-        items that a new run brought (their columns were empty, so no existing count changes). The runs
-        (added or re-recorded, removed). Every reader refreshes the outcomes through here, so no run goes
-        uncounted."""
+        items that a new run brought (their columns were empty, so no existing count changes). The models
+        whose runs changed. Every reader refreshes the outcomes through here, so no run goes uncounted."""
         with self.outcomes.lock:
             added, removed = self.outcomes.refresh()
-            for run in removed:
-                self.counts.pop(run, None)
+            for info in removed:
+                self.counts.pop(info.run, None)
             width = len(self.outcomes.items)
             if width != len(self.member):
                 self.member = self._member(self.majority, width)
             if added:
-                rows = np.array([self.outcomes.row[r] for r in added], dtype=np.int64)
-                for run, counts in zip(added, self._count(rows, self.member), strict=True):
+                runs = [o.info.run for o in added]
+                rows = np.array([self.outcomes.row[r] for r in runs], dtype=np.int64)
+                for run, counts in zip(runs, self._count(rows, self.member), strict=True):
                     self.counts[run] = counts
-            return added, removed
+            return {o.info.model for o in added} | {info.model for info in removed}
 
     def set_subset(self, majority: Mapping[str, bool]) -> int:
         """The subset as it stands now (item id -> whether the practitioners' majority got it right); every
