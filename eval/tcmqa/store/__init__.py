@@ -29,6 +29,7 @@ the connection core:
     tcmqa.store.outbox      the publication outbox, the mirrors' status changes and key-value state
     tcmqa.store.practice    practitioner mode's transactions
     tcmqa.store.outcomes    each run's per-item correctness as bitmaps (what the board counts)
+    tcmqa.store.pool        the fresh pool: written items, their blind answers and reviews, the event log
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from tcmqa.store.jobs import FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_
 from tcmqa.store.migrations import MIGRATIONS
 from tcmqa.store.outbox import OutboxStore, Publication
 from tcmqa.store.outcomes import Outcome, OutcomesStore
+from tcmqa.store.pool import FreshItem, PoolRefused, PoolStore, WrittenItem
 from tcmqa.store.practice import DailyCapReached, PracticeStore
 from tcmqa.store.queue import DuplicateError, QueueStore, RateLimited
 from tcmqa.store.results import IMPORTED_USER, PROBES_CACHE, ResultsStore
@@ -72,12 +74,15 @@ __all__ = [
     "RUNNING",
     "DailyCapReached",
     "DuplicateError",
+    "FreshItem",
     "Job",
     "Outcome",
+    "PoolRefused",
     "Publication",
     "RateLimited",
     "SQLiteStore",
     "Store",
+    "WrittenItem",
     "jobs_t",
     "new_job",
     "open_store",
@@ -95,7 +100,7 @@ __all__ = [
 ]
 
 
-class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, AdminStore, OutcomesStore):
+class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, AdminStore, OutcomesStore, PoolStore):
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 
     Each process opens its own ``Store`` (and so its own engine); every method is one short

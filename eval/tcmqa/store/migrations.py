@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from tcmqa.store.jobs import FINISHED
 from tcmqa.store.tables import (
     _PRACTICE_TABLES_5,
+    FRESH_TABLES,
     _partial_index,
     item_keys_t,
     jobs_t,
@@ -163,6 +164,12 @@ def _migration_7(conn: Connection, store: Store) -> None:
     outcomes_t.create(conn, checkfirst=True)
 
 
+def _migration_8(conn: Connection, store: Store) -> None:
+    """The fresh pool: items practitioners write, their blind answers and reviews, and every event."""
+    for table in FRESH_TABLES:
+        table.create(conn, checkfirst=True)  # with their indexes
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
@@ -171,4 +178,5 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_5,
     _migration_6,
     _migration_7,
+    _migration_8,
 ]  # version i+1 = MIGRATIONS[i]
