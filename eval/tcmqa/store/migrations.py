@@ -26,6 +26,7 @@ from tcmqa.store.tables import (
     practice_blocks_t,
     practice_exclusions_t,
     practice_responses_t,
+    practitioner_keys_t,
     practitioners_t,
     probes_t,
     publications_t,
@@ -163,6 +164,11 @@ def _migration_7(conn: Connection, store: Store) -> None:
     outcomes_t.create(conn, checkfirst=True)
 
 
+def _migration_8(conn: Connection, store: Store) -> None:
+    """Local mode's practitioner keys: an account that practised before has none, and its next start issues one."""
+    practitioner_keys_t.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
@@ -171,4 +177,5 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_5,
     _migration_6,
     _migration_7,
+    _migration_8,
 ]  # version i+1 = MIGRATIONS[i]
