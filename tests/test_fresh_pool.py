@@ -288,14 +288,14 @@ def test_fresh_lifecycle_retire_by_age_or_newest(pool):
         retire(pool.store, "lead")
 
 
-def test_fresh_lifecycle_store_of_version_7_gains_the_pool(url, monkeypatch):
+def test_fresh_lifecycle_store_of_version_8_gains_the_pool(url, monkeypatch):
     import tcmqa.store as store_module
 
-    monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:7])
+    monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:8])
     old = Store(url)
     old.confirm_licence("p1")
     old.close()
     monkeypatch.undo()
     new = Store(url)
-    assert new.schema_version() == len(store_module.MIGRATIONS) >= 8
+    assert new.schema_version() == len(store_module.MIGRATIONS) >= 9
     assert new.fresh_counts()["accepted"] == 0 and new.practitioner("p1")["confirmed_at"] is not None

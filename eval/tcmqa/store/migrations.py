@@ -27,6 +27,7 @@ from tcmqa.store.tables import (
     practice_blocks_t,
     practice_exclusions_t,
     practice_responses_t,
+    practitioner_keys_t,
     practitioners_t,
     probes_t,
     publications_t,
@@ -165,6 +166,11 @@ def _migration_7(conn: Connection, store: Store) -> None:
 
 
 def _migration_8(conn: Connection, store: Store) -> None:
+    """Local mode's practitioner keys: an account that practised before has none, and its next start issues one."""
+    practitioner_keys_t.create(conn, checkfirst=True)
+
+
+def _migration_9(conn: Connection, store: Store) -> None:
     """The fresh pool: items practitioners write, their blind answers and reviews, and every event."""
     for table in FRESH_TABLES:
         table.create(conn, checkfirst=True)  # with their indexes
@@ -179,4 +185,5 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_6,
     _migration_7,
     _migration_8,
+    _migration_9,
 ]  # version i+1 = MIGRATIONS[i]

@@ -172,6 +172,13 @@ practice_responses_t = sa.Table(
     sa.Column("seconds_paused", _F),
     sa.Column("recorded_at", _F, nullable=False),
 )
+practitioner_keys_t = sa.Table(  # local mode's practitioner sessions (tcmqa.leaderboard.identity)
+    "practitioner_keys",
+    _meta,
+    sa.Column("account", _T, primary_key=True),
+    sa.Column("key_digest", _T, nullable=False),  # SHA-256 of the key the account's first start issued
+    sa.Column("issued_at", _F, nullable=False),
+)
 sa.Index("practice_block_item", practice_blocks_t.c.block, practice_blocks_t.c.item_id, unique=True)
 sa.Index("practice_by_block", practice_assignments_t.c.block)
 sa.Index("practice_responses_by_time", practice_responses_t.c.account, practice_responses_t.c.recorded_at)
