@@ -15,7 +15,7 @@ import runpy
 import sys
 from pathlib import Path
 
-from tcmqa.leaderboard.identity import ADMIN_TOKEN_VAR, check_bind
+from tcmqa.leaderboard.identity import check_bind
 
 DEFAULT_APP = Path("space") / "app.py"  # relative to the working directory: run from a checkout
 DEFAULT_STORE = ".cache/space"
@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"no Space app at {args.app}: run from a source checkout or pass --app", file=sys.stderr)
         return 2
     try:
-        check_bind(args.host, os.environ.get(ADMIN_TOKEN_VAR))
+        check_bind(args.host, os.environ.get("TCMQA_ADMIN_TOKEN"))
     except ValueError as err:
         print(err, file=sys.stderr)
         return 2

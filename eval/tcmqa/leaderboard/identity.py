@@ -34,6 +34,8 @@ from typing import Any, Protocol, TypeVar
 
 import gradio as gr
 
+from tcmqa.leaderboard.visitor import visitor_safe
+
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 ADMIN_TOKEN_VAR = "TCMQA_ADMIN_TOKEN"
 MIN_TOKEN_CHARS = 16
@@ -115,10 +117,8 @@ class Guard:
         admins: tuple[str, ...],
         admin_token: str | None,
         store: KeyStore,
-        safe: Callable[[Handler], Handler],
     ):
-        """``safe``: the wrapper through which a handler's failure reaches the visitor (the app's ``visitor_safe``)."""
-        self.hosted, self.admins, self.store, self.safe = hosted, admins, store, safe
+        self.hosted, self.admins, self.store = hosted, admins, store
         self.admin_token = check_admin_token(admin_token)
 
     # -- the rule -------------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ class Guard:
     # -- the declarations -----------------------------------------------------------------------------------
     def public(self, fn: Handler) -> Handler:
         """A read-only view anyone may call: nothing of a practitioner's, nothing recorded, no admin action."""
-        return _declared(self.safe(fn), "public")
+        return _declared(visitor_safe(fn), "public")
 
     def practitioner(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn(who, *rest)`` called as ``(name, key, *rest, profile)``; ``who`` proven, or None (anonymous)."""
@@ -199,13 +199,13 @@ class Guard:
         taken: int = 1,
     ) -> Callable[..., Any]:
         """``fn`` behind the proof: gradio sees ``(name, key, *rest, profile)`` (the profile injected by its type)."""
-        safe = self.safe(fn)
 
         @functools.wraps(fn)
-        def guarded(name: Any, key: Any, *rest: Any) -> Any:
+        def proven(name: Any, key: Any, *rest: Any) -> Any:
             *rest, profile = rest
-            return safe(*prove(name, key, profile), *rest)
+            return fn(*prove(name, key, profile), *rest)
 
+        guarded = visitor_safe(proven)  # a failure of the proof too reaches the visitor as its kind and an id
         rest = list(inspect.signature(fn).parameters.values())[taken:]
         plain = inspect.Parameter.POSITIONAL_OR_KEYWORD
         guarded.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
