@@ -241,6 +241,10 @@ def test_local_identity_guard_rules(tmp_path: Path) -> None:
         with pytest.raises(NotProven, match="Not signed in under this name"):
             guard.claim(ANN, wrong, None)  # a second start of the name issues nothing
     assert store.practitioner_key_digest(ANN) == digest(key)
+    beat = guard.background(lambda who, item: (who, item))  # the page's own timer: never a refusal to show
+    assert beat(ANN, "", "i1", None) == (None, "i1") and beat(ANN, key, "i1", None) == (ANN, "i1")
+    with pytest.raises(NotProven):
+        guard.practitioner(lambda who, item: (who, item))(ANN, "", "i1", None)
     with pytest.raises(NotProven, match="TCMQA_ADMIN_TOKEN"):
         guard.account(ADMIN, "", None)  # an admin name is never issued a key: it needs the token
     assert guard.claim(ADMIN, TOKEN, None) == (ADMIN, None) and store.practitioner_key_digest(ADMIN) is None
