@@ -31,9 +31,11 @@ BOOTSTRAP_REPLICATES = 1000  # for the 95% intervals of Full and Subset (seeded:
 PROBE_COLUMNS = (
     "circular",
     "rotation_mean",
+    "rotation_published",
     "circular_drop",
     "recall_std",
     "pride",
+    "pride_lp",
     "n_rotation",
     "order_first",
     "order_chance",
@@ -129,16 +131,21 @@ def _percent(values: pd.Series) -> float | None:
 
 
 def interval(correct: pd.Series) -> tuple[float | None, float | None]:
-    """95% percentile bootstrap interval of an accuracy (percent), items resampled; (None, None) if empty.
+    """95% percentile bootstrap interval of an accuracy (percent), items resampled; (None, None) if empty."""
+    return counted_interval(int(correct.sum()), len(correct))
 
-    For 0/1 values the number right in a resample of n items is Binomial(n, k/n), so the replicates are
+
+def counted_interval(right: int, n: int) -> tuple[float | None, float | None]:
+    """:func:`interval` of ``right`` items right out of ``n``: all it depends on, so a count kept elsewhere (the
+    board's subset as practitioners' responses change it) gets the interval a results row would record.
+
+    For 0/1 values the number right in a resample of n items is Binomial(n, right/n), so the replicates are
     drawn from it directly: the same distribution as resampling items, in O(replicates) rather than
     O(replicates x items) (1.9 s for 38,279 items the other way, per interval).
     """
-    if not len(correct):
+    if not n:
         return None, None
-    n = len(correct)
-    replicates = np.random.default_rng(0).binomial(n, float(correct.mean()), size=BOOTSTRAP_REPLICATES) / n
+    replicates = np.random.default_rng(0).binomial(n, right / n, size=BOOTSTRAP_REPLICATES) / n
     low, high = percentile_interval(replicates)
     return 100 * float(low), 100 * float(high)
 

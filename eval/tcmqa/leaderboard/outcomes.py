@@ -7,7 +7,9 @@ per hundred models on every refresh; here each run is aggregated once, when it i
 matrices (runs × items, 1,000 × 38,279 is 77 MB). The reference is then counts per run:
 
 * ``n``: the run's items in the subset; ``right``: of those, the ones it got right; ``human``: of those,
-  the ones the practitioners' majority got right. Subset = right / n, the reference = human / n.
+  the ones the practitioners' majority got right. Subset = right / n, the reference = human / n, and
+  Subset's interval is the results row's own (:func:`tcmqa.results.counted_interval`) on right and n, so
+  the interval shown is always that of the Subset shown.
 * The subset changes an item at a time: a practitioner's response changes at most one item's majority
   (a finished block, its items), an exclusion a block's items. :meth:`Reference.set_subset` finds the items
   whose membership or majority changed and adds each one's column to the counts of every run: O(runs)
@@ -31,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tcmqa.results import counted_interval
 from tcmqa.store import Store
 from tcmqa.store.outcomes import RECORDED, Outcome, RunInfo
 
@@ -193,9 +196,9 @@ class Reference:
             return {r.run: c for r, c in zip(self.outcomes.runs, self._count(rows, member), strict=True)}
 
     def rows(self, evaluated: Sequence[dict]) -> list[dict]:
-        """Each evaluated results row with ``subset``, ``human_reference``, ``delta_human`` and ``n_subset`` on
-        the current subset, and ``subset_version`` (the subset's digest); a row without outputs, or none of
-        whose items are in the subset, as recorded (its ``subset_version`` "as recorded")."""
+        """Each evaluated results row with ``subset`` and its interval, ``human_reference``, ``delta_human`` and
+        ``n_subset`` on the current subset, and ``subset_version`` (the subset's digest); a row without outputs,
+        or none of whose items are in the subset, as recorded (its ``subset_version`` "as recorded")."""
         out = []
         with self.outcomes.lock:
             for row in evaluated:
@@ -209,10 +212,13 @@ class Reference:
                     out.append({**row, "subset_version": row.get("subset_version") or "as recorded"})
                     continue
                 subset, reference = 100 * right / n, 100 * human / n
+                low, high = counted_interval(int(right), int(n))
                 out.append(
                     {
                         **row,
                         "subset": subset,
+                        "subset_ci_low": low,
+                        "subset_ci_high": high,
                         "human_reference": reference,
                         "delta_human": subset - reference,
                         "n_subset": int(n),
