@@ -299,3 +299,39 @@ def test_fresh_lifecycle_store_of_version_8_gains_the_pool(url, monkeypatch):
     new = Store(url)
     assert new.schema_version() == len(store_module.MIGRATIONS) >= 9
     assert new.fresh_counts()["accepted"] == 0 and new.practitioner("p1")["confirmed_at"] is not None
+
+
+def test_fresh_lifecycle_retired_item_joins_the_built_corpus(url, tmp_path, capsys):
+    """The lead imports a batch, it is reviewed and accepted, retired by `tcmqa pool retire`, and `tcmqa build
+    --store` adds it to the corpus with its dates, which `datasets.load_dataset` reads."""
+    import datasets
+    from sources import DEMO_ITEMS
+
+    from tcmqa.cli import main as tcmqa
+
+    store = Store(url)
+    people(store, "p1", "p2", "p3")
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(json.dumps(written(), ensure_ascii=False) + "\n{broken\n", encoding="utf-8")
+    lead = ["pool", "--store", url, "--by", "lead"]
+    assert tcmqa([*lead, "import", str(batch), "--public", str(DEMO_ITEMS), "--own-work"]) == 1
+    printed = capsys.readouterr().out
+    assert "line 1: fresh-00001 in review" in printed and "line 2: refused: line: not JSON" in printed
+    pool = FreshPool(store, [], raters=3)
+    assert review(pool, "fresh-00001") == "accepted"
+    (rater,) = seats(pool, "fresh-00001", role="rater")
+    pool.answer(rater["reviewer"], rater["id"], "A", 3, 9.0)
+    assert tcmqa(["pool", "--store", url, "status"]) == 0
+    status = capsys.readouterr().out
+    assert "accepted 1" in status and STEM[:4] not in status and OPTIONS[0] not in status
+    assert tcmqa([*lead, "retire", "--keep-newest", "0"]) == 0
+    assert "retired 1 items: fresh-00001" in capsys.readouterr().out
+    out = tmp_path / "tree"
+    assert tcmqa(["build", "--items", str(DEMO_ITEMS), "--out", str(out), "--store", url]) == 0
+    corpus = datasets.load_dataset(str(out), "corpus", split="test")
+    fresh = [r for r in corpus if r["id"] == "fresh-00001"]
+    assert len(fresh) == 1 and fresh[0]["question"] == STEM and fresh[0]["answer"] == ["A"]
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert fresh[0]["release_date"] == today and fresh[0]["retired_date"] == today and fresh[0]["source"] == "fresh"
+    assert all(r["release_date"] is None and r["retired_date"] is None for r in corpus if r["id"] != "fresh-00001")
+    assert json.loads((out / "build_report.json").read_text())["counts"]["fresh_items"] == 1
