@@ -27,6 +27,7 @@ from tcmqa.store.tables import (
     practice_blocks_t,
     practice_exclusions_t,
     practice_responses_t,
+    practice_retired_t,
     practitioner_keys_t,
     practitioners_t,
     probes_t,
@@ -176,6 +177,12 @@ def _migration_9(conn: Connection, store: Store) -> None:
         table.create(conn, checkfirst=True)  # with their indexes
 
 
+def _migration_10(conn: Connection, store: Store) -> None:
+    """Retired practice blocks: a block reopened after it was published (a rater excluded or released) is
+    never handed out again. Blocks reopened before this version are not known to have been published."""
+    practice_retired_t.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
@@ -186,4 +193,5 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_7,
     _migration_8,
     _migration_9,
+    _migration_10,
 ]  # version i+1 = MIGRATIONS[i]

@@ -146,6 +146,14 @@ practice_block_info_t = sa.Table(
     sa.Column("kind", _T, nullable=False),  # "fresh" | "top_up"
     sa.Column("created_at", _F, nullable=False),
 )
+practice_retired_t = sa.Table(
+    "practice_retired",
+    _meta,
+    sa.Column("block", sa.Integer, primary_key=True),  # a block reopened after it was published: never refilled
+    sa.Column("retired_at", _F, nullable=False),
+    sa.Column("reason", _T, nullable=False),  # the decision that reopened it
+    sa.Column("retired_by", _T, nullable=False),
+)
 practice_exclusions_t = sa.Table(
     "practice_exclusions",
     _meta,
