@@ -171,8 +171,6 @@ def check_answer(selected: Any, difficulty: Any, seconds: Any) -> tuple[list[str
         raise ValueError("rate the difficulty from 1 (easiest) to 5 (hardest)")
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_SECONDS:
         raise ValueError(f"seconds must be a number from 0 to {MAX_SECONDS:.0f}")
-    if not math.isfinite(seconds):
-        raise ValueError("seconds must be finite")
     return letters, difficulty, float(seconds)
 
 
