@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from tcmqa.store.jobs import FINISHED
 from tcmqa.store.tables import (
     _PRACTICE_TABLES_5,
+    FRESH_TABLES,
     _partial_index,
     item_keys_t,
     jobs_t,
@@ -26,6 +27,8 @@ from tcmqa.store.tables import (
     practice_blocks_t,
     practice_exclusions_t,
     practice_responses_t,
+    practice_retired_t,
+    practitioner_keys_t,
     practitioners_t,
     probes_t,
     publications_t,
@@ -163,6 +166,23 @@ def _migration_7(conn: Connection, store: Store) -> None:
     outcomes_t.create(conn, checkfirst=True)
 
 
+def _migration_8(conn: Connection, store: Store) -> None:
+    """Local mode's practitioner keys: an account that practised before has none, and its next start issues one."""
+    practitioner_keys_t.create(conn, checkfirst=True)
+
+
+def _migration_9(conn: Connection, store: Store) -> None:
+    """The fresh pool: items practitioners write, their blind answers and reviews, and every event."""
+    for table in FRESH_TABLES:
+        table.create(conn, checkfirst=True)  # with their indexes
+
+
+def _migration_10(conn: Connection, store: Store) -> None:
+    """Retired practice blocks: a block reopened after it was published (a rater excluded or released) is
+    never handed out again. Blocks reopened before this version are not known to have been published."""
+    practice_retired_t.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
@@ -171,4 +191,7 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_5,
     _migration_6,
     _migration_7,
+    _migration_8,
+    _migration_9,
+    _migration_10,
 ]  # version i+1 = MIGRATIONS[i]
