@@ -320,7 +320,7 @@ def test_subset_ci_recounted_with_subset(tmp_path: Path) -> None:
     for account in ("ann", "bo"):
         while (view := p.current(account)) is not None:
             key = list(p.items[view.item_id]["answer"])
-            letters = key if rng.random() < 0.6 else ["E"]
+            letters = key if rng.random() < 0.6 else wrong_answer(key)
             p.submit(account, view.item_id, letters, domains=["other"], difficulty=2, seconds=5.0)
             subset = p.subset_majority()
             on_subset = pd.Series([right[i] for i in subset if i in right], dtype=bool)

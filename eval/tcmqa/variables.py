@@ -98,6 +98,13 @@ VARIABLES: tuple[Variable, ...] = (
         (SPACE,),
         "comma-separated Hugging Face accounts allowed the admin actions and the study console",
     ),
+    Variable(
+        "TCMQA_ADMIN_TOKEN",
+        (SPACE, SERVE),
+        "local mode: the admins' key (at least 16 characters), entered with an admin's name; without it local "
+        "mode has no admin, and `tcmqa serve --host` beyond loopback is refused",
+        secret="secret",
+    ),
     Variable("TCMQA_PRACTICE", (SPACE,), "`1`: the Practitioners tab", "`1`"),
     Variable(
         "TCMQA_PSEUDONYM_KEY",
