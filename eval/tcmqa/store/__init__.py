@@ -29,6 +29,7 @@ the connection core:
     tcmqa.store.outbox      the publication outbox, the mirrors' status changes and key-value state
     tcmqa.store.practice    practitioner mode's transactions
     tcmqa.store.outcomes    each run's per-item correctness as bitmaps (what the board counts)
+    tcmqa.store.backfill    back-fill jobs: the hidden pool evaluated again for a finished evaluation's row
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from tcmqa.store.admin import AdminStore
+from tcmqa.store.backfill import BackfillStore
 from tcmqa.store.core import _MIGRATE_LOCK, store_url
-from tcmqa.store.jobs import FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_job
+from tcmqa.store.jobs import BACKFILL, EVAL, FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_job
 from tcmqa.store.migrations import MIGRATIONS
 from tcmqa.store.outbox import OutboxStore, Publication
 from tcmqa.store.outcomes import Outcome, OutcomesStore
@@ -62,6 +64,8 @@ from tcmqa.store.tables import (
 )
 
 __all__ = [
+    "BACKFILL",
+    "EVAL",
     "FAILED",
     "FINISHED",
     "IMPORTED_USER",
@@ -95,7 +99,7 @@ __all__ = [
 ]
 
 
-class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, AdminStore, OutcomesStore):
+class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, AdminStore, OutcomesStore, BackfillStore):
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 
     Each process opens its own ``Store`` (and so its own engine); every method is one short

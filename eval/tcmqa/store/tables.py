@@ -32,6 +32,8 @@ jobs_t = sa.Table(
     sa.Column("status_at", _F, nullable=False, server_default="0"),
     sa.Column("not_before", _F),  # a PENDING job released by a transient failure waits until then (migration 6)
     sa.Column("retries", sa.Integer, nullable=False, server_default="0"),  # its transient failures so far
+    # "eval" (a submission) or "backfill" (the hidden pool only, for a finished eval's row; migration 8)
+    sa.Column("kind", _T, nullable=False, server_default="eval"),
 )
 results_t = sa.Table(
     "results",
@@ -98,7 +100,10 @@ def _partial_index(name: str, table: sa.Table, columns: list[str], where: str, u
 
 
 # Every index of the latest schema (a migration creates each when its version introduces it).
-_partial_index("one_live_job", jobs_t, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
+LIVE_EVAL = "status != 'FAILED' AND kind = 'eval'"  # one submission per key (back-fills since migration 8)
+LIVE_BACKFILL = "status IN ('PENDING', 'RUNNING') AND kind = 'backfill'"  # one waiting back-fill per key
+_partial_index("one_live_job", jobs_t, ["model", "revision", "protocol"], LIVE_EVAL, unique=True)
+_partial_index("one_live_backfill", jobs_t, ["model", "revision", "protocol"], LIVE_BACKFILL, unique=True)
 sa.Index("by_status", jobs_t.c.status, jobs_t.c.submitted_at)
 sa.Index("by_user", jobs_t.c.user, jobs_t.c.submitted_at)
 sa.Index("by_status_at", jobs_t.c.status_at)
