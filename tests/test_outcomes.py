@@ -116,7 +116,7 @@ def test_outcomes_of_jobs_finished_before_migration_7_are_aggregated_on_first_re
     old.close()
     monkeypatch.undo()
     new = Store(url, cache_dir=tmp_path / "new")
-    assert new.schema_version() == len(MIGRATIONS) == 7
+    assert new.schema_version() == len(MIGRATIONS) >= 7
     assert new.record_outcomes() == 1 and new.record_outcomes() == 0  # once
     assert _vectors(new, "j1") == {"x": True, "y": False}
     new.close()

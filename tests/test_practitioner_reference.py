@@ -354,6 +354,9 @@ def test_practitioner_console_tables(tmp_path: Path, study_tree: Path) -> None:
     assert people.loc["ann", "answered"] == 4 and people.loc["ann", "accuracy"] == 100.0
     assert people.loc["bo", "accuracy"] == 0.0 and people.loc["ann", "agreement"] == 0.0
     assert people.loc["ann", "median_seconds"] == 9.0 and people.loc["bo", "longest_same_answer_run"] >= 1
+    assert people.loc["cy", "flags"] == 0 and people.loc["cy", "flag_comments"] == []  # its block is open
+    answer_all(p, "cy")
+    people = p.practitioners_table("lead").set_index("account")
     assert people.loc["cy", "flags"] == 1 and people.loc["cy", "flag_comments"] == [
         f"{view.item_id}: two options are the same"
     ]

@@ -141,6 +141,8 @@ def clean_item(record: dict) -> dict:
         "source": _text(record.get("source")) or None,
         "domains": [],
         "flagged": False,
+        "release_date": None,  # an exam item was never a hidden fresh one
+        "retired_date": None,
     }
 
 

@@ -70,6 +70,10 @@ CORPUS = datasets.Features(
         "source": _str,
         "domains": datasets.List(_str),  # union of the raters' domain keys; [] if unrated
         "flagged": datasets.Value("bool"),  # any practitioner flagged it: excluded from results
+        # a retired fresh item (tcmqa.store.pool): the ISO dates it was accepted (hidden) and made public;
+        # null for the exam items
+        "release_date": _str,
+        "retired_date": _str,
     }
 )
 

@@ -28,7 +28,9 @@ the connection core:
     tcmqa.store.results     results rows, outputs and probes parts, results imported from the Hub
     tcmqa.store.outbox      the publication outbox, the mirrors' status changes and key-value state
     tcmqa.store.practice    practitioner mode's transactions
+    tcmqa.store.keys        local mode's practitioner keys (their digests)
     tcmqa.store.outcomes    each run's per-item correctness as bitmaps (what the board counts)
+    tcmqa.store.pool        the fresh pool: written items, their blind answers and reviews, the event log
     tcmqa.store.backfill    back-fill jobs: the hidden pool evaluated again for a finished evaluation's row
 """
 
@@ -43,9 +45,11 @@ from tcmqa.store.admin import AdminStore
 from tcmqa.store.backfill import BackfillStore
 from tcmqa.store.core import _MIGRATE_LOCK, store_url
 from tcmqa.store.jobs import BACKFILL, EVAL, FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_job
+from tcmqa.store.keys import KeysStore
 from tcmqa.store.migrations import MIGRATIONS
 from tcmqa.store.outbox import OutboxStore, Publication
 from tcmqa.store.outcomes import Outcome, OutcomesStore
+from tcmqa.store.pool import FreshItem, PoolRefused, PoolStore, WrittenItem
 from tcmqa.store.practice import DailyCapReached, PracticeStore
 from tcmqa.store.queue import DuplicateError, QueueStore, RateLimited
 from tcmqa.store.results import IMPORTED_USER, PROBES_CACHE, ResultsStore
@@ -76,12 +80,15 @@ __all__ = [
     "RUNNING",
     "DailyCapReached",
     "DuplicateError",
+    "FreshItem",
     "Job",
     "Outcome",
+    "PoolRefused",
     "Publication",
     "RateLimited",
     "SQLiteStore",
     "Store",
+    "WrittenItem",
     "jobs_t",
     "new_job",
     "open_store",
@@ -99,7 +106,9 @@ __all__ = [
 ]
 
 
-class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, AdminStore, OutcomesStore, BackfillStore):
+class Store(
+    QueueStore, ResultsStore, OutboxStore, PracticeStore, KeysStore, AdminStore, OutcomesStore, PoolStore, BackfillStore
+):
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 
     Each process opens its own ``Store`` (and so its own engine); every method is one short

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from tcmqa.store.jobs import FINISHED
 from tcmqa.store.tables import (
     _PRACTICE_TABLES_5,
+    FRESH_TABLES,
     _partial_index,
     item_keys_t,
     jobs_t,
@@ -26,6 +27,8 @@ from tcmqa.store.tables import (
     practice_blocks_t,
     practice_exclusions_t,
     practice_responses_t,
+    practice_retired_t,
+    practitioner_keys_t,
     practitioners_t,
     probes_t,
     publications_t,
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 
 
 _JOBS_COLUMNS_6 = ("not_before", "retries")  # came with migration 6
-_JOBS_COLUMNS_8 = ("kind",)  # came with migration 8
+_JOBS_COLUMNS_11 = ("kind",)  # came with migration 11
 
 
 def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.Column]:
@@ -60,7 +63,7 @@ def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.
 def _migration_1(conn: Connection, store: Store) -> None:
     """The original queue: jobs and results (an existing pre-versioning SQLite store is this version)."""
     legacy = sa.MetaData()
-    later = {"status_at", *_JOBS_COLUMNS_6, *_JOBS_COLUMNS_8}
+    later = {"status_at", *_JOBS_COLUMNS_6, *_JOBS_COLUMNS_11}
     jobs = sa.Table("jobs", legacy, *_column_copies(jobs_t, leave_out=later))
     results = sa.Table("results", legacy, *_column_copies(results_t))
     _partial_index("one_live_job", jobs, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
@@ -166,6 +169,23 @@ def _migration_7(conn: Connection, store: Store) -> None:
 
 
 def _migration_8(conn: Connection, store: Store) -> None:
+    """Local mode's practitioner keys: an account that practised before has none, and its next start issues one."""
+    practitioner_keys_t.create(conn, checkfirst=True)
+
+
+def _migration_9(conn: Connection, store: Store) -> None:
+    """The fresh pool: items practitioners write, their blind answers and reviews, and every event."""
+    for table in FRESH_TABLES:
+        table.create(conn, checkfirst=True)  # with their indexes
+
+
+def _migration_10(conn: Connection, store: Store) -> None:
+    """Retired practice blocks: a block reopened after it was published (a rater excluded or released) is
+    never handed out again. Blocks reopened before this version are not known to have been published."""
+    practice_retired_t.create(conn, checkfirst=True)
+
+
+def _migration_11(conn: Connection, store: Store) -> None:
     """Back-fill jobs (tcmqa.fresh.backfill): a job's ``kind``; one live submission and one waiting back-fill per
     (model, revision, protocol), so a finished evaluation's key takes a back-fill each time the pool grows."""
     conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'eval'"))
@@ -184,4 +204,7 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_6,
     _migration_7,
     _migration_8,
+    _migration_9,
+    _migration_10,
+    _migration_11,
 ]  # version i+1 = MIGRATIONS[i]

@@ -87,7 +87,8 @@ class PracticeAssignment(PracticeCore):
     """Blocks: drawn (top-up first), assigned slot by slot, shown item by item, answered."""
 
     def _planned(self, snap: PracticeSnapshot) -> collections.Counter[str]:
-        """Raters each item has or will have: the study's responses plus every practice block's slots."""
+        """Raters each item has or will have: the study's responses plus every practice block's slots (a retired
+        block's too: its items are public, so they are never drawn again, neither topped up nor fresh)."""
         planned = collections.Counter(self.imported_raters)
         for block, items in snap.blocks.items():
             for item_id in items:
@@ -98,7 +99,8 @@ class PracticeAssignment(PracticeCore):
         """Where a practitioner goes next, in this order:
 
         1. a free slot of an existing block, oldest first (a released, excluded or inactive practitioner's
-           slot is refilled; the stale holder is released), sharing no item with the account's blocks;
+           slot is refilled; the stale holder is released), sharing no item with the account's blocks; never
+           a retired block's (reopened after it was published: its items are public);
         2. a top-up block: items of the study or of the Space with some but fewer than their N raters
            (the study's N for its items), those missing the fewest first, grouped into a block with as
            many slots as they miss;
@@ -110,7 +112,7 @@ class PracticeAssignment(PracticeCore):
         had = {a["block"] for a in mine}
         used = {item for a in mine for item in snap.blocks.get(a["block"], [])}
         for block in sorted(snap.blocks):
-            if block in had or used & set(snap.blocks[block]):
+            if block in had or block in snap.retired or used & set(snap.blocks[block]):
                 continue
             members = [a for a in snap.assignments if a["block"] == block]
             taken = {a["slot"] for a in members if self._holds(snap, a)}
