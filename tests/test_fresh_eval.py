@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from fakehub import FakeHub
+from fresh_items import accept
 
 from tcmqa import harness
 from tcmqa.data import load_config
@@ -43,16 +44,6 @@ def pool_items(demo_tree: Path, n: int = 6) -> list[dict]:
 
 def reference(items: list[dict]) -> dict[str, bool]:
     return {item["id"]: k % 3 != 0 for k, item in enumerate(items)}
-
-
-def with_pool(store: SQLiteStore, items: list[dict], version: str = POOL_VERSION) -> SQLiteStore:
-    """The store's pool API (engineer pool's Store methods), answered from the test's pool."""
-    vars(store).update(
-        accepted_fresh_items=lambda: items,
-        fresh_pool_version=lambda: version,
-        fresh_reference=lambda: reference(items),
-    )
-    return store
 
 
 def test_fresh_pool_is_evaluated_after_the_public_items(tiny_eval, tiny_engine, demo_tree, tmp_path, monkeypatch):
@@ -95,10 +86,11 @@ REPO = "org/tcmqa"
 
 @pytest.fixture(scope="module")
 def evaluated(tiny_dir, demo_tree, tmp_path_factory) -> tuple[SQLiteStore, str, list[dict], WorkerConfig]:
-    """A job on the tiny model through the worker and the real harness, with a pool of six items."""
+    """A job on the tiny model through the worker and the real harness, with a pool of six accepted items (the
+    practitioners' blind answers: items 0 and 3 wrong by majority)."""
     tmp_path = tmp_path_factory.mktemp("fresh-job")
-    items = pool_items(demo_tree)
-    store = with_pool(SQLiteStore(tmp_path / "s"), items)
+    store = SQLiteStore(tmp_path / "s")
+    accept(store, pool_items(demo_tree), right={0: [True, False, False], 3: [False, False, True]})
     meta = {"path": str(tiny_dir), "released": "2026-06-01"}
     job = store.submit("tiny", local_revision(tiny_dir), PROTOCOL, "u", meta)
     cfg = WorkerConfig(
@@ -107,7 +99,7 @@ def evaluated(tiny_dir, demo_tree, tmp_path_factory) -> tuple[SQLiteStore, str, 
     )  # fmt: skip
     assert work(store, cfg, "w", once=True) == 1
     assert store.get(job.id).status == FINISHED, store.get(job.id).log_tail
-    return store, job.id, items, cfg
+    return store, job.id, store.accepted_fresh_items(), cfg
 
 
 def publish_and_check(store: SQLiteStore, items: list[dict]) -> dict[str, bytes]:
@@ -132,10 +124,11 @@ def test_fresh_hidden_job_evaluates_the_pool_and_publishes_none_of_it(evaluated)
     item's text, id or outputs."""
     store, job_id, items, _ = evaluated
     [row] = store.results()
-    assert row["n_fresh"] == len(items) and row["fresh"] is not None and row["pool_version"] == POOL_VERSION
-    assert row["n_fresh_after_release"] == 3 and row["model_released"] == "2026-06-01"
+    assert row["n_fresh"] == len(items) == 6 and row["fresh"] is not None
+    assert row["pool_version"] == store.fresh_pool_version() and row["human_fresh"] == pytest.approx(100 * 4 / 6)
+    assert row["n_fresh_after_release"] == 6 and row["model_released"] == "2026-06-01"  # accepted after it
     stored = read_outputs(*{part.parent for part in store.outputs_files(job_id)})
-    assert not stored["item_id"].str.startswith("fresh-").any()  # the store's parts are the public ones
+    assert not stored["item_id"].isin([item["id"] for item in items]).any()  # the store's parts are the public ones
     files = publish_and_check(store, items)
     assert any(path.startswith("outputs/") for path in files)
 
@@ -143,14 +136,15 @@ def test_fresh_hidden_job_evaluates_the_pool_and_publishes_none_of_it(evaluated)
 def test_fresh_backfill_evaluates_only_the_grown_pool_into_the_row(evaluated, demo_tree, monkeypatch):
     store, job_id, _, cfg = evaluated
     [before] = store.results()
-    grown = pool_items(demo_tree, n=8)
-    with_pool(store, grown, version="v2-" + "cd" * 20)
+    accept(store, pool_items(demo_tree, n=8)[6:])
+    grown = store.accepted_fresh_items()
     monkeypatch.setattr(backfill, "MIN_POOL", len(grown))
     assert work(store, cfg, "w", once=True) == 1  # queued by the worker's loop, then run
     [job] = [j for j in store.jobs() if j.kind == BACKFILL]
     assert job.status == FINISHED and job.meta["of"] == job_id, job.log_tail
     [row] = store.results()  # one row per model, on the new pool
-    assert row["pool_version"].startswith("v2-") and row["n_fresh"] == len(grown)
+    assert row["pool_version"] == store.fresh_pool_version() != before["pool_version"]
+    assert row["n_fresh"] == len(grown) == 8
     assert {k: v for k, v in row.items() if k not in FRESH_COLUMNS} == {
         k: v for k, v in before.items() if k not in FRESH_COLUMNS
     }  # the public columns are the recorded run's
@@ -161,30 +155,30 @@ def test_fresh_backfill_evaluates_only_the_grown_pool_into_the_row(evaluated, de
 def record(store: SQLiteStore, model: str, **row) -> str:
     job = store.submit(model, "1" * 40, PROTOCOL, "u")
     claimed = store.claim("w")
-    assert claimed is not None
+    assert claimed is not None and claimed.id == job.id
     values = {"model": model, "protocol": PROTOCOL, "data_fingerprint": "f" * 16, "n": 10, "n_corpus": 10}
     values |= {"coverage": 100.0, "engine": "transformers", "dtype": "float32", "engine_args": '{"batch_size": 4}'}
     assert store.finish(claimed, values | row, [])
     return job.id
 
 
-def test_fresh_backfills_are_queued_below_submissions_when_the_pool_grows(tmp_path):
-    store = with_pool(SQLiteStore(tmp_path / "s"), [{"id": f"fresh-{k}"} for k in range(backfill.MIN_POOL - 1)])
-    current = record(store, "org/current", pool_version="v1")
-    stale = record(store, "org/stale")  # evaluated before the pool existed
+def test_fresh_backfills_are_queued_below_submissions_when_the_pool_grows(demo_tree, tmp_path, monkeypatch):
+    monkeypatch.setattr(backfill, "MIN_POOL", 2)
+    items = pool_items(demo_tree, n=3)
+    store = SQLiteStore(tmp_path / "s")
+    accept(store, items[:1])
+    stale = record(store, "org/stale")  # evaluated before the pool reached MIN_POOL
     record(store, "org/partial", n=5, coverage=50.0)  # not comparable: no back-fill
     assert backfill.queue_backfills(store) == []  # below MIN_POOL the board shows no fresh column
-    with_pool(store, [{"id": f"fresh-{k}"} for k in range(backfill.MIN_POOL)], version="v1")
+    accept(store, items[1:2])
+    current = record(store, "org/current", pool_version=store.fresh_pool_version())
     queued = backfill.queue_backfills(store)
     assert [(j.model, j.kind, j.meta["of"]) for j in queued] == [("org/stale", BACKFILL, stale)]
-    assert queued[0].meta["settings"] == {
-        "engine": "transformers",
-        "dtype": "float32",
-        "engine_args": {"batch_size": 4},
-    }
+    settings = {"engine": "transformers", "dtype": "float32", "engine_args": {"batch_size": 4}}
+    assert queued[0].meta["settings"] == settings
     assert backfill.queue_backfills(store) == []  # that version is done
-    with_pool(store, [{"id": f"fresh-{k}"} for k in range(backfill.MIN_POOL + 1)], version="v2")
-    queued = backfill.queue_backfills(store)  # org/stale's back-fill still waits: it will read v2 when claimed
+    accept(store, items[2:])
+    queued = backfill.queue_backfills(store)  # org/stale's back-fill still waits: it will read the pool when claimed
     assert [(j.model, j.meta["of"]) for j in queued] == [("org/current", current)]
     submission = store.submit("org/new", "2" * 40, PROTOCOL, "u")  # submitted after the back-fills
     claims = [store.claim("w") for _ in range(3)]

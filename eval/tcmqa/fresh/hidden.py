@@ -23,7 +23,7 @@ from tcmqa.schema import CORPUS
 
 HIDDEN_DIR = "hidden"  # a run folder's hidden part: never recorded in the store's parts, never published
 POOL_FILE = "pool.json"
-_ITEM_FIELDS = (*CORPUS, "release_date")
+_ITEM_FIELDS = tuple(CORPUS)  # the release date with them
 
 
 @dataclasses.dataclass(frozen=True)
