@@ -259,7 +259,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         False,
         shown=True,
         doc="the model's public − fresh gap minus the practitioners' own (subset items against pool items with a "
-        "blind-answer reference), points; a harder pool lowers both gaps alike",
+        "blind-answer reference), points; a harder pool widens both gaps alike",
     ),
     ResultColumn(
         "fresh_after_release",
