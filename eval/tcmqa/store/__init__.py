@@ -31,6 +31,7 @@ the connection core:
     tcmqa.store.keys        local mode's practitioner keys (their digests)
     tcmqa.store.outcomes    each run's per-item correctness as bitmaps (what the board counts)
     tcmqa.store.pool        the fresh pool: written items, their blind answers and reviews, the event log
+    tcmqa.store.backfill    back-fill jobs: the hidden pool evaluated again for a finished evaluation's row
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from tcmqa.store.admin import AdminStore
+from tcmqa.store.backfill import BackfillStore
 from tcmqa.store.core import _MIGRATE_LOCK, store_url
-from tcmqa.store.jobs import FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_job
+from tcmqa.store.jobs import BACKFILL, EVAL, FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_job
 from tcmqa.store.keys import KeysStore
 from tcmqa.store.migrations import MIGRATIONS
 from tcmqa.store.outbox import OutboxStore, Publication
@@ -66,6 +68,8 @@ from tcmqa.store.tables import (
 )
 
 __all__ = [
+    "BACKFILL",
+    "EVAL",
     "FAILED",
     "FINISHED",
     "IMPORTED_USER",
@@ -102,7 +106,9 @@ __all__ = [
 ]
 
 
-class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, KeysStore, AdminStore, OutcomesStore, PoolStore):
+class Store(
+    QueueStore, ResultsStore, OutboxStore, PracticeStore, KeysStore, AdminStore, OutcomesStore, PoolStore, BackfillStore
+):
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 
     Each process opens its own ``Store`` (and so its own engine); every method is one short
