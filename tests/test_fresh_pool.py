@@ -156,6 +156,11 @@ def test_fresh_lifecycle_two_accepts_release_and_version(pool):
     assert sum(a == "judge" for a, _, _ in actions) == 2 and sum(a == "answer" for a, _, _ in actions) == 2
     assert all(e["who"] and e["at"] > 0 for e in pool.store.fresh_events(item_id))
     assert pool.store.fresh_counts()["accepted"] == 1
+    # another writer's copy of it is refused, naming the pool item and not its text, and counted
+    copy_id, copy = pool.write("p4", written(options=OPTIONS[::-1]))
+    assert copy_id is None and item_id in copy.errors["duplicate"] and not copy.nearest_is_public
+    assert STEM[:6] not in copy.errors["duplicate"] and pool.store.fresh_duplicates_refused() == 1
+    assert pool.store.fresh_events(item_id)[-1]["action"] == "refused_duplicate"
 
 
 def test_fresh_review_rejected_item_revised_once_goes_to_two_new_reviewers(pool):
@@ -269,6 +274,11 @@ def test_fresh_lifecycle_import_reports_each_malformed_record(pool, demo_items, 
     assert "options" in reasons[4]
     assert f"public item {clean_item(public)['id']}" in reasons[5]["duplicate"]
     assert "line 7 of this file" in reasons[8]["duplicate"]
+    # each near-duplicate refused is an event of the item it is near (the console counts them), never its text
+    assert pool.store.fresh_duplicates_refused() == 2
+    assert [e["who"] for e in pool.store.fresh_events(report.imported[1][1]) if e["action"] == "refused_duplicate"] == [
+        "lead"
+    ]
     for _, item_id in report.imported:
         item = pool.store.fresh_item(item_id)
         assert item.state == "in_review" and item.origin == "imported" and item.writer == "lead"

@@ -46,6 +46,7 @@ MAX_REVISIONS = 2  # a rejected item may be revised once
 FRESH_SOURCE = "fresh"  # the corpus's ``source`` of a pool item
 _POOL_LOCK = _SUBMIT_LOCK + 16  # numbering items and drawing seats (PostgreSQL; SQLite's BEGIN IMMEDIATE does)
 _OPTION_COLUMNS = {letter: f"option_{letter.lower()}" for letter in LETTERS}
+DUPLICATE_REFUSED = "refused_duplicate"  # the event of an item another written item was refused as too close to
 JUDGEMENT = ("key_correct", "keyed_exact", "clear", "sound", "original")  # each 1 (yes) or 0 (no)
 
 
@@ -304,6 +305,12 @@ class PoolStore(StoreCore):
             self._fresh_fill(conn, raters, exclude, time.time())
 
     # -- writing ------------------------------------------------------------------------------------
+    def note_fresh_duplicate(self, near: str, who: str) -> None:
+        """Record that ``who`` wrote an item refused as a near-duplicate of ``near`` (a public or pool item's id):
+        an event of ``near`` (action ``refused_duplicate``), never the refused text."""
+        with self._pool_write() as conn:
+            self._fresh_event(conn, near, DUPLICATE_REFUSED, who, time.time(), None, None)
+
     def create_fresh_items(
         self,
         writer: str,
@@ -613,6 +620,14 @@ class PoolStore(StoreCore):
             query = query.where(fresh_events_t.c.item_id == item_id)
         with self._read() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]
+
+    def fresh_duplicates_refused(self) -> int:
+        """Written or imported items refused as near-duplicates, so far."""
+        query = (
+            sa.select(sa.func.count()).select_from(fresh_events_t).where(fresh_events_t.c.action == DUPLICATE_REFUSED)
+        )
+        with self._read() as conn:
+            return int(conn.execute(query).scalar_one())
 
     def fresh_counts(self) -> dict[str, int]:
         """Items by state (every state, 0 where none)."""
