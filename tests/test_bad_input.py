@@ -17,7 +17,7 @@ from tcmqa import cli
 from tcmqa.build import build
 from tcmqa.data import load_config
 from tcmqa.forms import FormError
-from tcmqa.leaderboard import validation
+from tcmqa.leaderboard import queue, validation
 from tcmqa.leaderboard.practice import Practice
 from tcmqa.leaderboard.validation import Policy, Rejected, validate
 from tcmqa.store import SQLiteStore, Store
@@ -90,6 +90,29 @@ def test_bad_input_control_characters_refused_on_both_stores(url: str, tmp_path:
     recorded, _ = p.submit("ann", view.item_id, letters, comment="選項 B\n與 C 相同\t(見教材)", **record)
     (row,) = store.practice_responses(account="ann")
     assert recorded and row["comment"] == "選項 B\n與 C 相同\t(見教材)"
+    store.close()
+
+
+def test_bad_input_control_characters_in_job_ids_and_admin_reasons(url: str, tmp_path: Path, fresh_tree: Path) -> None:
+    """A typed job id (the Queue tab's lookup) and an admin's reason are checked before the store is asked."""
+    store = Store(url, cache_dir=tmp_path / "cache")
+    shown = queue.job_markdown(store, "2026\x00x")  # Markdown: escaped
+    assert shown.startswith("❌ job id: holds the control character U") and "0000 at position 5" in shown
+    assert "job id: at most 64 characters" in queue.job_markdown(store, "j" * 5000)
+    assert "job id: holds the control character" in queue.job_log(store, "2026\x00x")
+    assert queue.job_markdown(store, " nope ") == "No job `nope`."
+    p = Practice(store, load_config(str(fresh_tree), "corpus").to_list(), block_size=5, admins=["lead"])
+    p.confirm("ann", True)
+    p.assignment("ann")
+    with pytest.raises(FormError, match=r"reason: holds the control character U\+0000"):
+        p.exclude("lead", "ann", "spam\x00")
+    with pytest.raises(FormError, match="reason: at most 500 characters"):
+        p.release_slot("lead", "ann", 0, "r" * 501)
+    with pytest.raises(ValueError, match="an exclusion needs a reason"):
+        p.exclude("lead", "ann", "  ")
+    assert p.decisions("lead").empty and not p.status("ann")["excluded"]
+    p.exclude("lead", "ann", "clicked through\nevery item")
+    assert p.status("ann")["excluded"]
     store.close()
 
 
