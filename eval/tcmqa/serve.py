@@ -3,8 +3,8 @@ else the embedded SQLite store in ``.cache/space``.
 
 The Space's entry point is ``space/app.py`` of a source checkout (it deploys to the Space repo on its
 own; the UI and its logic are ``tcmqa.leaderboard``). This command sets the app's environment and runs it;
-the app also starts one worker. It listens on 127.0.0.1; another host is refused unless
-``TCMQA_ADMIN_TOKEN`` is set (local mode's identity: :mod:`tcmqa.leaderboard.identity`).
+the app also starts one worker. It listens on 127.0.0.1; another host is refused unless ``TCMQA_ADMIN_TOKEN``
+is set (local mode's identity: :mod:`tcmqa.leaderboard.identity`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import runpy
 import sys
 from pathlib import Path
 
-from tcmqa.leaderboard.identity import check_bind
+from tcmqa.leaderboard.identity import ADMIN_TOKEN_VAR, check_bind
 
 DEFAULT_APP = Path("space") / "app.py"  # relative to the working directory: run from a checkout
 DEFAULT_STORE = ".cache/space"
@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"no Space app at {args.app}: run from a source checkout or pass --app", file=sys.stderr)
         return 2
     try:
-        check_bind(args.host, os.environ.get("TCMQA_ADMIN_TOKEN"))
+        check_bind(args.host, os.environ.get(ADMIN_TOKEN_VAR))
     except ValueError as err:
         print(err, file=sys.stderr)
         return 2
