@@ -130,3 +130,19 @@ def test_fresh_gap_by_hand():
         fresh_gap(np.array([1, 0]), np.array([1]), np.array([1]), np.array([1]))
     with pytest.raises(ValueError, match="0 or 1"):
         fresh_gap(np.array([2]), np.array([1]), np.array([1]), np.array([1]))
+
+
+def test_fresh_duplicate_similarity_is_the_exact_jaccard_before_and_after_settling(sample_items, monkeypatch):
+    from tcmqa.fresh import duplicates
+
+    monkeypatch.setattr(duplicates, "SETTLE_AFTER", 20)  # 30 rows settle by column, the rest are searched by row
+    items = sample_items[:45]
+    texts = [canonical_text(i["question"], i["choices"]) for i in items]
+    hashed = [set(row.indices) for row in duplicates._HASHER.transform(texts)]  # each item's hashed trigram set
+    index = DuplicateIndex()
+    index.extend((str(i["question_id"]), i["question"], i["choices"]) for i in items[:30])
+    index.similarities("先", {"A": "后"})  # settles the first 30
+    index.extend((str(i["question_id"]), i["question"], i["choices"]) for i in items[30:])
+    for k in range(0, len(items), 7):
+        expected = [len(h & hashed[k]) / len(h | hashed[k]) for h in hashed]
+        assert np.allclose(index.similarities(items[k]["question"], items[k]["choices"]), expected)

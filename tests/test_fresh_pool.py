@@ -13,7 +13,7 @@ import pytest
 
 from tcmqa.fresh.pool import FreshPool, check_written, retire
 from tcmqa.ingest import clean_item
-from tcmqa.store import PoolRefused, Store
+from tcmqa.store import PoolRefused, Store, WrittenItem
 from tcmqa.store.tables import fresh_items_t
 
 STEM = "患者晨起口苦，午后潮热，夜间盗汗，舌红少苔，宜首先考虑的治法是"
@@ -124,6 +124,13 @@ def test_fresh_review_key_unreadable_before_the_blind_answer(pool):
         pool.store.fresh_review_view(seat["id"], "p4" if reviewer != "p4" else "p3")
     except PoolRefused as err:
         texts.append(str(err))
+    if pool.store.dialect == "postgresql":  # a statement the database refuses: its parameters stay out
+        content = item.content
+        bad = WrittenItem(STEM + "\x00", content.options, content.answer, content.explanation, ["other"], 3, True)
+        with pytest.raises(RuntimeError, match="refused a change") as refused:
+            pool.store.create_fresh_items("writer", [bad], submit=False)
+        texts.append(str(refused.value))
+        assert refused.value.__suppress_context__ and refused.value.__cause__ is None
     assert not any(STEM[:6] in t or OPTIONS[0] in t or EXPLANATION[:6] in t for t in texts)
 
 
@@ -149,6 +156,11 @@ def test_fresh_lifecycle_two_accepts_release_and_version(pool):
     assert sum(a == "judge" for a, _, _ in actions) == 2 and sum(a == "answer" for a, _, _ in actions) == 2
     assert all(e["who"] and e["at"] > 0 for e in pool.store.fresh_events(item_id))
     assert pool.store.fresh_counts()["accepted"] == 1
+    # another writer's copy of it is refused, naming the pool item and not its text, and counted
+    copy_id, copy = pool.write("p4", written(options=OPTIONS[::-1]))
+    assert copy_id is None and item_id in copy.errors["duplicate"] and not copy.nearest_is_public
+    assert STEM[:6] not in copy.errors["duplicate"] and pool.store.fresh_duplicates_refused() == 1
+    assert pool.store.fresh_events(item_id)[-1]["action"] == "refused_duplicate"
 
 
 def test_fresh_review_rejected_item_revised_once_goes_to_two_new_reviewers(pool):
@@ -164,6 +176,9 @@ def test_fresh_review_rejected_item_revised_once_goes_to_two_new_reviewers(pool)
     item = pool.store.fresh_item(item_id)
     assert item.state == "in_review" and item.revision == 2
     second = {s["reviewer"] for s in seats(pool, item_id)}
+    old_seat = next(r for r in pool.store.fresh_reviews(item_id=item_id) if r["revision"] == 1)
+    with pytest.raises(PoolRefused, match="revised since"):  # a first reviewer never reads the revision's key
+        pool.store.fresh_review_view(old_seat["id"], old_seat["reviewer"])
     assert len(second) == 2 and not second & first and "writer" not in second
     assert review(pool, item_id, accept=False) == "rejected"
     with pytest.raises(PoolRefused, match="revised once already"):
@@ -204,6 +219,12 @@ def test_fresh_review_lead_reassigns_an_open_review(pool):
     pool.judge(holder, new_id, YES, [], "")
     with pytest.raises(PoolRefused, match="done already"):
         pool.reassign("lead", new_id, "too late")
+    # a reviewer excluded from the study loses the seat not yet done at the next fill
+    other = next(s for s in seats(pool, item_id) if s["id"] != new_id)
+    pool.store.exclude_practitioner(other["reviewer"], "left the study", by="lead")
+    pool.fill()
+    now = seats(pool, item_id)
+    assert other["reviewer"] not in {s["reviewer"] for s in now} and len(now) == 2
 
 
 def test_fresh_review_written_item_checks():
@@ -253,6 +274,11 @@ def test_fresh_lifecycle_import_reports_each_malformed_record(pool, demo_items, 
     assert "options" in reasons[4]
     assert f"public item {clean_item(public)['id']}" in reasons[5]["duplicate"]
     assert "line 7 of this file" in reasons[8]["duplicate"]
+    # each near-duplicate refused is an event of the item it is near (the console counts them), never its text
+    assert pool.store.fresh_duplicates_refused() == 2
+    assert [e["who"] for e in pool.store.fresh_events(report.imported[1][1]) if e["action"] == "refused_duplicate"] == [
+        "lead"
+    ]
     for _, item_id in report.imported:
         item = pool.store.fresh_item(item_id)
         assert item.state == "in_review" and item.origin == "imported" and item.writer == "lead"
@@ -299,3 +325,39 @@ def test_fresh_lifecycle_store_of_version_8_gains_the_pool(url, monkeypatch):
     new = Store(url)
     assert new.schema_version() == len(store_module.MIGRATIONS) >= 9
     assert new.fresh_counts()["accepted"] == 0 and new.practitioner("p1")["confirmed_at"] is not None
+
+
+def test_fresh_lifecycle_retired_item_joins_the_built_corpus(url, tmp_path, capsys):
+    """The lead imports a batch, it is reviewed and accepted, retired by `tcmqa pool retire`, and `tcmqa build
+    --store` adds it to the corpus with its dates, which `datasets.load_dataset` reads."""
+    import datasets
+    from sources import DEMO_ITEMS
+
+    from tcmqa.cli import main as tcmqa
+
+    store = Store(url)
+    people(store, "p1", "p2", "p3")
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(json.dumps(written(), ensure_ascii=False) + "\n{broken\n", encoding="utf-8")
+    lead = ["pool", "--store", url, "--by", "lead"]
+    assert tcmqa([*lead, "import", str(batch), "--public", str(DEMO_ITEMS), "--own-work"]) == 1
+    printed = capsys.readouterr().out
+    assert "line 1: fresh-00001 in review" in printed and "line 2: refused: line: not JSON" in printed
+    pool = FreshPool(store, [], raters=3)
+    assert review(pool, "fresh-00001") == "accepted"
+    (rater,) = seats(pool, "fresh-00001", role="rater")
+    pool.answer(rater["reviewer"], rater["id"], "A", 3, 9.0)
+    assert tcmqa(["pool", "--store", url, "status"]) == 0
+    status = capsys.readouterr().out
+    assert "accepted 1" in status and STEM[:4] not in status and OPTIONS[0] not in status
+    assert tcmqa([*lead, "retire", "--keep-newest", "0"]) == 0
+    assert "retired 1 items: fresh-00001" in capsys.readouterr().out
+    out = tmp_path / "tree"
+    assert tcmqa(["build", "--items", str(DEMO_ITEMS), "--out", str(out), "--store", url]) == 0
+    corpus = datasets.load_dataset(str(out), "corpus", split="test")
+    fresh = [r for r in corpus if r["id"] == "fresh-00001"]
+    assert len(fresh) == 1 and fresh[0]["question"] == STEM and fresh[0]["answer"] == ["A"]
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert fresh[0]["release_date"] == today and fresh[0]["retired_date"] == today and fresh[0]["source"] == "fresh"
+    assert all(r["release_date"] is None and r["retired_date"] is None for r in corpus if r["id"] != "fresh-00001")
+    assert json.loads((out / "build_report.json").read_text())["counts"]["fresh_items"] == 1

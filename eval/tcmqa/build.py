@@ -34,11 +34,25 @@ def write_config(out: Path, config: str, rows: list[dict]) -> Path:
     return path
 
 
-def build(items: list[str], out: str | Path, platform_db: str | None = None, include_flagged: bool = False) -> dict:
-    """Build every config into ``out``; returns the report (also written to ``out/build_report.json``)."""
+def build(
+    items: list[str],
+    out: str | Path,
+    platform_db: str | None = None,
+    include_flagged: bool = False,
+    store: str | None = None,
+) -> dict:
+    """Build every config into ``out``; returns the report (also written to ``out/build_report.json``).
+
+    ``store``: the fresh pool's store, whose retired items join the corpus with their release and retired dates.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    tables, report = build_tables(items, platform_db, include_flagged)
+    retired = []
+    if store is not None:
+        from tcmqa.store import open_store  # the database driver only when a store is read
+
+        retired = open_store(store).retired_fresh_items()
+    tables, report = build_tables(items, platform_db, include_flagged, retired=retired)
     for config, rows in tables.items():
         write_config(out, config, rows)
     report_dict = report.to_dict()
@@ -58,6 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--platform-db", metavar="PATH", help="the annotation platform's SQLite database")
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the Hub repo tree")
     parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="the fresh pool's store (a SQLite directory or a database URL): its retired items join the corpus",
+    )
+    parser.add_argument(
         "--include-flagged", action="store_true", help="keep items a practitioner flagged in the subset config"
     )
 
@@ -67,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
         if not Path(path).is_file():
             raise SystemExit(f"tcmqa build: no such file: {path}")
     start = time.perf_counter()
-    report = build(args.items, args.out, args.platform_db, args.include_flagged)
+    report = build(args.items, args.out, args.platform_db, args.include_flagged, args.store)
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items())
     print(f"built {args.out} in {time.perf_counter() - start:.1f}s: {counts}")
     for reason, n in report["dropped_by_reason"].items():

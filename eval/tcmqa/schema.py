@@ -181,6 +181,9 @@ class ResultColumn:
     board: bool = True  # offered on the board at all
     cli: bool = False  # in the row ``tcmqa eval`` prints
     doc: str = ""
+    # (field, word): what the value means nothing without, on the same items; the board shows it in the
+    # value's own cell, "6.47 (chance 4.17)", so no choice of columns, sort or filter shows the value alone
+    read_against: tuple[str, str] | None = None
 
 
 RESULT_COLUMNS: tuple[ResultColumn, ...] = (
@@ -242,7 +245,20 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         doc="CircularEval: exact match under all five cyclic rotations of the options, percent of the probed items",
     ),
     ResultColumn(
-        "rotation_mean", "Rot. mean", "float32", True, doc="exact match averaged over the five rotations, percent"
+        "rotation_mean",
+        "Rot. mean",
+        "float32",
+        True,
+        doc="exact match averaged over the five rotations, percent of the probed items",
+        read_against=("rotation_published", "published"),
+    ),
+    ResultColumn(
+        "rotation_published",
+        "Rot. published",
+        "float32",
+        True,
+        board=False,
+        doc="exact match in the published order on the items probed under the five rotations, percent",
     ),
     ResultColumn(
         "circular_drop",
@@ -265,6 +281,15 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         True,
         doc="log-prob channel accuracy after PriDe removes the letter prior estimated under rotations, percent "
         "of the single-answer probed items left after estimation",
+        read_against=("pride_lp", "LP"),
+    ),
+    ResultColumn(
+        "pride_lp",
+        "PriDe LP",
+        "float32",
+        True,
+        board=False,
+        doc="log-prob channel accuracy with the letter prior left in, on the items PriDe is scored on, percent",
     ),
     ResultColumn("n_rotation", "Rotated items", "int32", board=False, doc="items probed under the five rotations"),
     ResultColumn(
@@ -272,6 +297,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "Order 1st",
         "float32",
         doc="memorisation: share of tested items whose published option order is the most likely, percent",
+        read_against=("order_chance", "chance"),
     ),
     ResultColumn(
         "order_chance", "Order chance", "float32", board=False, doc="Order 1st expected by chance: 100/(orders)"

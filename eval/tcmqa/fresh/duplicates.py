@@ -3,8 +3,8 @@
 An item is compared as a set of character trigrams of its stem and options, after NFKC, with
 punctuation and white space removed and the options sorted (swapping two options, or restyling
 punctuation, changes nothing). Similarity is the Jaccard index of two such sets, computed exactly
-for every indexed item at once as one sparse product (scikit-learn's hashing of character n-grams,
-2^22 buckets, so collisions are negligible at the corpus's size). Chinese has no word boundaries,
+for every indexed item at once from the query's columns of one sparse matrix (scikit-learn's hashing
+of character n-grams, 2^22 buckets, so collisions are negligible at the corpus's size). Chinese has no word boundaries,
 so characters, not words, are the unit; trigrams keep a changed character from touching more than
 three of an item's n-grams.
 
@@ -35,6 +35,7 @@ from scipy import sparse
 from sklearn.feature_extraction.text import HashingVectorizer
 
 NGRAM = 3
+SETTLE_AFTER = 1000  # rows added since the column copy was made, beyond which it is made again
 THRESHOLD = 0.5  # Jaccard of trigram sets at or above which a written item is refused as a near-duplicate
 
 _NOT_TEXT = re.compile(r"[\W_]+")  # punctuation, symbols and white space: restyling them changes nothing
@@ -66,7 +67,9 @@ class DuplicateIndex:
     def __init__(self) -> None:
         self._ids: list[str] = []
         self._pending: list[str] = []
-        self._matrix: sparse.csr_matrix | None = None
+        self._rows = sparse.csr_matrix((0, _HASHER.n_features))  # items x hashed trigrams, appended cheaply
+        self._columns: sparse.csc_matrix | None = None  # the first ``_settled`` rows by column: a search reads a few
+        self._settled = 0
         self._sizes = np.zeros(0)
 
     def __len__(self) -> int:
@@ -82,22 +85,32 @@ class DuplicateIndex:
             self._ids.append(item_id)
             self._pending.append(canonical_text(question, options))
 
-    def _vectors(self) -> tuple[sparse.csr_matrix, np.ndarray]:
+    def _vectors(self) -> np.ndarray:
         if self._pending:
-            new = _HASHER.transform(self._pending).tocsr()
-            self._matrix = new if self._matrix is None else sparse.vstack([self._matrix, new], format="csr")
-            self._sizes = np.asarray(self._matrix.getnnz(axis=1), dtype=float)
+            self._rows = sparse.vstack([self._rows, _HASHER.transform(self._pending)], format="csr")
+            self._sizes = np.asarray(self._rows.getnnz(axis=1), dtype=float)
             self._pending = []
-        assert self._matrix is not None
-        return self._matrix, self._sizes
+        if self._rows.shape[0] - self._settled > SETTLE_AFTER:
+            self._columns, self._settled = self._rows.tocsc(), self._rows.shape[0]
+        return self._sizes
 
     def similarities(self, question: str, options: Mapping[str, str]) -> np.ndarray:
-        """Jaccard similarity of the item's trigram set to every indexed item's, in the order added."""
+        """Jaccard similarity of the item's trigram set to every indexed item's, in the order added.
+
+        The shared trigrams are the query's columns summed per item: of the settled rows by column (0.1 ms
+        for the sample; a sparse product takes 11 ms, transposing the 2^22-wide query), of the rows added
+        since by matching their trigrams (an import adds one item per search)."""
         if not self._ids:
             return np.zeros(0)
-        matrix, sizes = self._vectors()
+        sizes = self._vectors()
         query = _HASHER.transform([canonical_text(question, options)]).tocsr()
-        shared = np.asarray((matrix @ query.T).todense()).ravel()
+        shared = np.zeros(len(sizes))
+        if self._columns is not None:
+            shared[: self._settled] = np.asarray(self._columns[:, query.indices].sum(axis=1)).ravel()
+        recent = self._rows[self._settled :]
+        hits = np.isin(recent.indices, query.indices)
+        rows = np.repeat(np.arange(recent.shape[0]), np.diff(recent.indptr))
+        shared[self._settled :] = np.bincount(rows, weights=hits, minlength=recent.shape[0])
         union = sizes + query.getnnz() - shared
         return np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
 

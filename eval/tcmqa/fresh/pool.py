@@ -171,8 +171,6 @@ def check_answer(selected: Any, difficulty: Any, seconds: Any) -> tuple[list[str
         raise ValueError("rate the difficulty from 1 (easiest) to 5 (hardest)")
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_SECONDS:
         raise ValueError(f"seconds must be a number from 0 to {MAX_SECONDS:.0f}")
-    if not math.isfinite(seconds):
-        raise ValueError("seconds must be finite")
     return letters, difficulty, float(seconds)
 
 
@@ -247,33 +245,34 @@ class FreshPool:
         pool.extend(self.store.fresh_item_texts())
         return pool
 
-    def check(self, raw: Mapping[str, Any], item_id: str | None = None, pool: DuplicateIndex | None = None) -> Checked:
+    def check(
+        self,
+        raw: Mapping[str, Any],
+        item_id: str | None = None,
+        pool: DuplicateIndex | None = None,
+        who: str | None = None,
+    ) -> Checked:
         """:func:`check_written`, then the near-duplicate check against the public corpus and the whole pool
-        (``pool``, read from the store when not given) but ``item_id`` itself when it is revised."""
+        (``pool``, read from the store when not given) but ``item_id`` itself when it is revised. A refusal as a
+        near-duplicate is an event of the item it is near (``who`` wrote it), which the study lead's console counts."""
         checked = check_written(raw)
         if checked.item is None:
             return checked
         question, options = checked.item.question, checked.item.options
         public = self.public.nearest(question, options, self.threshold)
-        if public is not None:
-            message = (
-                f"too close to public item {public.item_id} (similarity {public.similarity:.2f}, "
-                f"the limit is {self.threshold:.2f}): write an original item"
-            )
-            return Checked(None, {"duplicate": message}, public, True)
-        match = (pool or self.pool_index()).nearest(question, options, self.threshold, exclude=item_id)
-        if match is not None:
-            message = (
-                f"too close to {match.item_id}, already in the pool (similarity {match.similarity:.2f}, "
-                f"the limit is {self.threshold:.2f})"
-            )
-            return Checked(None, {"duplicate": message}, match, False)
-        return checked
+        match = public or (pool or self.pool_index()).nearest(question, options, self.threshold, exclude=item_id)
+        if match is None:
+            return checked
+        where = f"public item {match.item_id}" if public else match.item_id
+        message = f"too close to {where} (similarity {match.similarity:.2f}, the limit is {self.threshold:.2f})"
+        if who is not None:
+            self.store.note_fresh_duplicate(match.item_id, who)
+        return Checked(None, {"duplicate": message + ": write an original item"}, match, public is not None)
 
     def write(self, account: str | None, raw: Mapping[str, Any], submit: bool = True) -> tuple[str | None, Checked]:
         """Store a new item (a draft, or submitted into review); (its id, the check), id None when refused."""
         writer = self._practitioner(account)
-        checked = self.check(raw)
+        checked = self.check(raw, who=writer)
         if checked.item is None:
             return None, checked
         (item_id,) = self.store.create_fresh_items(
@@ -284,7 +283,7 @@ class FreshPool:
     def edit(self, account: str | None, item_id: str, raw: Mapping[str, Any], submit: bool = True) -> Checked:
         """Edit a draft (and submit it), or revise a rejected item once: it goes to two new reviewers."""
         writer = self._practitioner(account)
-        checked = self.check(raw, item_id=item_id)
+        checked = self.check(raw, item_id=item_id, who=writer)
         if checked.item is not None:
             self.store.update_fresh_item(
                 item_id, writer, checked.item, submit=submit, raters=self.raters, exclude=self.exclude
@@ -340,7 +339,7 @@ class FreshPool:
         """Externally written items (JSONL in the corpus's shape) straight into review, each checked like a
         written one; ``own_work``: the lead states, for records that do not, that they are their writers'
         own unpublished work. Every line is either stored or reported with its reasons."""
-        items, refused = [], []
+        items, refused, near = [], [], []
         pool = self.pool_index()
         for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
@@ -356,6 +355,8 @@ class FreshPool:
             checked = self.check({"own_work": own_work, **record}, pool=pool)
             if checked.item is None:
                 refused.append((number, checked.errors))
+                if checked.nearest is not None:
+                    near.append(checked.nearest.item_id)
                 continue
             pool.add(f"line {number} of this file", checked.item.question, checked.item.options)
             items.append((number, checked.item))
@@ -363,6 +364,9 @@ class FreshPool:
             by, [item for _, item in items], submit=True, origin="imported", raters=self.raters, exclude=self.exclude
         )
         imported = [(number, item_id) for (number, _), item_id in zip(items, ids, strict=True)]
+        stored = {f"line {number} of this file": item_id for number, item_id in imported}
+        for item_id in near:  # the batch's own items by their new ids
+            self.store.note_fresh_duplicate(stored.get(item_id, item_id), by)
         return ImportReport(imported, refused)
 
 

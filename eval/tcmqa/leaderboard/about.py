@@ -7,7 +7,7 @@ so the About text follows the board when a column's meaning changes.
 
 from __future__ import annotations
 
-from tcmqa.leaderboard.board import DEFAULT_COLUMNS, DERIVED
+from tcmqa.leaderboard.board import DEFAULT_COLUMNS, DERIVED, FULL_CI, SEPARATION, SUBSET_CI
 from tcmqa.schema import RESULT_COLUMNS
 
 # (section title, its lead, {results field or derived label: what the column can and cannot show})
@@ -17,16 +17,19 @@ SECTIONS: tuple[tuple[str, str, dict[str, str]], ...] = (
         "Each item asked again under the four other cyclic rotations of its options (`tcmqa probe`); "
         "null until that probe has run on the row's run.",
         {
-            "circular": "Robustness to the option order, not knowledge: it is lower than Full for any model whose "
-            "answers move with the letters.",
-            "rotation_mean": "What Full would be with the options shuffled; its gap to Full is what the published "
-            "order gives or takes.",
+            "circular": "Robustness to the option order, not knowledge: it is lower than the published order's "
+            "accuracy on the same items for any model whose answers move with the letters.",
+            "rotation_mean": "What the accuracy on these items would be with the options shuffled; its gap to the "
+            "published order on the same items is what that order gives or takes. Not comparable with Full, which "
+            "is on every item, not on these.",
             "circular_drop": "Sensitivity to option order, not knowledge: a large drop says answers follow the "
             "letters; a small drop does not say the answers are right.",
             "recall_std": "Letter preference (selection bias), descriptive, with no test: near 0 means no letter is "
             "favoured, not that the answers are right.",
-            "pride": "The log-prob channel with the model's letter prior divided out: above LP Full, the prior cost "
-            "accuracy. It is scored on the items left after estimating the prior, not on all items as LP Full is.",
+            "pride": "The log-prob channel with the model's letter prior divided out: above the same channel on "
+            "the same items, the prior cost accuracy. Not comparable with LP Full, which also counts the "
+            "multi-answer items the log-prob channel always misses: LP Full can be far below PriDe with no letter "
+            "prior at all.",
         },
     ),
     (
@@ -56,24 +59,34 @@ SECTIONS: tuple[tuple[str, str, dict[str, str]], ...] = (
         "Uncertainty",
         "On evaluated rows only: the paper's rows and the practitioners' reference carry no intervals or marks.",
         {
-            "Full 95% CI": "Item resampling, not model sampling: how far Full would move on another draw of items "
+            FULL_CI: "Item resampling, not model sampling: how far Full would move on another draw of items "
             "like these. Decoding is greedy, so the model's run-to-run variation, the prompt and the corpus are "
             "not in it. Overlapping intervals do not mean a tie: both models answered the same items, which the "
             "separation mark uses.",
-            "Subset 95% CI": "The same on the practitioners' subset (fewer items, wider).",
-            "≈ above": "Null: the two models have the same accuracy on these items. '≈' is not evidence that they "
-            "are equal, and no '≈' does not say the difference matters or holds on other items; only adjacent rows "
-            "are tested, each at 5%, with no correction for the many pairs. Rows without recorded outputs are not "
-            "tested.",
+            SUBSET_CI: "The same on the practitioners' subset: fewer items, so wider.",
+            SEPARATION: "Null: the two models have the same accuracy on these items. '≈' is not evidence that they "
+            "are equal, and '≠' does not say the difference matters or holds on other items; only each row and the "
+            "next better by Full are tested, each at 5%, with no correction for the many pairs. Sorted by another "
+            "column or filtered, the row shown above may not be the one named. Rows without recorded outputs are "
+            "not tested.",
         },
     ),
 )
 
 
 def _declared() -> dict[str, tuple[str, str]]:
-    """Field name or derived label -> (board label, what the column is)."""
-    fields = {c.name: (c.label, c.doc) for c in RESULT_COLUMNS}
+    """Field name or derived label -> (board label, what the column is, with what its cell reads it against)."""
+    docs = {c.name: c.doc for c in RESULT_COLUMNS}
+    fields = {
+        c.name: (c.label, c.doc if c.read_against is None else f"{c.doc}. {_against(*c.read_against, docs)}")
+        for c in RESULT_COLUMNS
+    }
     return fields | {c.label: (c.label, c.doc) for c in DERIVED}
+
+
+def _against(field: str, word: str, docs: dict[str, str]) -> str:
+    """How a value's cell shows what it is read against (``ResultColumn.read_against``)."""
+    return f"Its cell reads 'x ({word} y)', never x alone, y being the {docs[field]}"
 
 
 def probes_markdown() -> str:

@@ -29,9 +29,18 @@ The practitioners' reference row sits with the rows it was computed beside: the 
 the paper's rows, and, when comparable rows carry ``human_reference`` (the majority vote on the same
 subset items), a second reference row with that value among the comparable rows.
 
-Besides the results fields the board derives three columns (:data:`DERIVED`): the 95% intervals of
-Full and Subset as text, and the separation mark of each comparable evaluated row against the row
-above it (:mod:`tcmqa.leaderboard.uncertainty` says what the mark tests and what it cannot say).
+Besides the results fields the board derives four columns (:data:`DERIVED`): the 95% intervals of
+Full and Subset as text, the subset they are on, and the separation mark of each comparable evaluated row
+against the next better comparable row by Full, which the mark names, so that sorting or filtering the
+board does not change what it says (:mod:`tcmqa.leaderboard.uncertainty` says what the mark tests and what
+it cannot say). Subset's interval is always that of the Subset shown: where practitioner mode recounts
+Subset, it recounts the interval with it (:meth:`tcmqa.leaderboard.outcomes.Reference.rows`).
+
+A value that means nothing without another on the same items (a results column's ``read_against``: Order
+1st and its chance rate, PriDe and the log-prob channel on PriDe's items, Rot. mean and the published order
+on the rotated items) is shown in one cell with it, "6.47 (chance 4.17)" (:func:`read_against`): one cell
+reads at a glance and survives any choice of columns, a copy of the table or a cropped screenshot; sorting
+by such a column sorts by its value.
 """
 
 from __future__ import annotations
@@ -61,10 +70,15 @@ HUMAN_NAME = "Licensed practitioners (majority vote)"
 BOARD_COLUMNS = [c for c in RESULT_COLUMNS if c.board]
 COLUMNS: dict[str, str] = {c.label: c.name for c in BOARD_COLUMNS}  # board label -> results field
 P_VALUES = [c.label for c in BOARD_COLUMNS if c.name == "order_p"]  # 4 significant digits: 1e-9 is not 0.0
-NUMERIC_COLUMNS = [c.label for c in BOARD_COLUMNS if c.dtype != "string" and c.label not in P_VALUES]
+# board label -> (the field its value is read against, the word before that in the cell): one text cell each
+READ_AGAINST = {c.label: c.read_against for c in BOARD_COLUMNS if c.read_against}
+NUMERIC_COLUMNS = [
+    c.label for c in BOARD_COLUMNS if c.dtype != "string" and c.label not in P_VALUES and c.label not in READ_AGAINST
+]
 ORIGINS = ["reported", "evaluated", "reference"]
 LABEL = {c.name: c.label for c in BOARD_COLUMNS}  # results field -> board label
-REFERENCE_FIELDS = ("subset", "human_reference", "delta_human", "n_subset")  # what the practitioners' responses change
+# what the practitioners' responses change (Reference.rows recounts them all)
+REFERENCE_FIELDS = ("subset", "human_reference", "delta_human", "n_subset", "subset_ci_low", "subset_ci_high")
 ROW = "_row"  # hidden: an evaluated row's position among the merged rows (select() never shows it)
 
 
@@ -81,17 +95,25 @@ class DerivedColumn:
 FULL_CI = "Full 95% CI"
 SUBSET_CI = "Subset 95% CI"
 SUBSET_ON = "Subset on"
-SEPARATION = "≈ above"
+SEPARATION = "≈ next by Full"
 DERIVED = (
     DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)"),
     DerivedColumn(
         SEPARATION,
         FULL_CI,
         True,
-        "'≈ (p=…)' when a paired exact McNemar test on the common items does not separate the row from the next "
-        "better comparable evaluated row by Full (p >= 0.05); 'p=…' when it does; empty when not tested",
+        "'≈ <model> (p=…)' when a paired exact McNemar test on the common items does not separate the row from "
+        "<model>, the next better comparable evaluated row by Full (p >= 0.05); '≠ <model> (p=…)' when it does; "
+        "empty when not tested. The mark names the row it was tested against, so it keeps its meaning however "
+        "the board is sorted or filtered",
     ),
-    DerivedColumn(SUBSET_CI, "Subset", False, "95% bootstrap interval of Subset, percent (items resampled)"),
+    DerivedColumn(
+        SUBSET_CI,
+        "Subset",
+        False,
+        "95% bootstrap interval of Subset, percent (items resampled), recounted with Subset whenever practitioners' "
+        "responses change the subset",
+    ),
     DerivedColumn(
         SUBSET_ON,
         SUBSET_CI,
@@ -129,8 +151,9 @@ _RANK = {label: rank for rank, label in enumerate(COMPARISONS)}
 LEGEND = (
     "Leaderboard. Comparison: 'comparable' rows (same data fingerprint and protocol, full coverage) are "
     "ranked together first; partial runs, other protocol, other data, data unknown and the paper's rows "
-    "(reported on the paper's own corpus) follow, each group apart. ≈ above: a paired test does not separate the "
-    "row from the comparable row above it (see About)"
+    "(reported on the paper's own corpus) follow, each group apart. ≈ next by Full: a paired test does not "
+    "separate the row from the model it names, the next better comparable row by Full, whatever the sort (≠: it "
+    "does; see About)"
 )
 
 
@@ -199,10 +222,29 @@ def comparison(row: dict[str, Any], data_fingerprint: str | None, protocol: str 
     return COMPARABLE if is_full(row) else PARTIAL
 
 
+def read_against(value: Any, against: Any, word: str) -> str:
+    """A value with what it is read against, in one cell: '6.47 (chance 4.17)'; '' without a value.
+
+    >>> read_against(6.4712, 100 / 24, "chance"), read_against(None, 4.17, "chance"), read_against(3.0, None, "LP")
+    ('6.47 (chance 4.17)', '', '3.00 (LP not recorded)')
+    """
+    if value is None or pd.isna(value):
+        return ""
+    other = "not recorded" if against is None or pd.isna(against) else f"{float(against):.2f}"
+    return f"{float(value):.2f} ({word} {other})"
+
+
+def _sort_key(values: pd.Series) -> pd.Series:
+    """A read-against cell sorts by its value, the number before the parenthesis; any other column as it is."""
+    if values.name in READ_AGAINST:
+        return pd.to_numeric(values.str.partition(" ")[0], errors="coerce")
+    return values
+
+
 def order(frame: pd.DataFrame, sort_by: str = "Full", descending: bool = True) -> pd.DataFrame:
     """Sort by ``sort_by`` within each Comparison group, the groups in board order (comparable first)."""
     if sort_by in frame:
-        frame = frame.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable")
+        frame = frame.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable", key=_sort_key)
     ranks = frame[COMPARISON].map(_RANK).fillna(len(_RANK)).to_numpy()
     return frame.iloc[np.argsort(ranks, kind="stable")]
 
@@ -244,10 +286,26 @@ def with_reference(frame: pd.DataFrame, evaluated: Sequence[dict[str, Any]]) -> 
         if label is not None:
             values = pd.to_numeric(pd.Series([rows[i].get(field) for i in at], index=at.index), errors="coerce")
             frame.loc[at.index, label] = values.round(2)
-    frame.loc[at.index, SUBSET_ON] = [subset_on(rows[i]) for i in at]
+    for label in (SUBSET_CI, SUBSET_ON):
+        frame.loc[at.index, label] = [_derived(rows[i])[label] for i in at]
     if value is not None:
         frame.loc[human, "Subset"] = round(value, 2)
     return frame
+
+
+def _derived(row: dict[str, Any]) -> dict[str, str]:
+    """The text columns of an evaluated row that are not results fields: the intervals, the subset they are on,
+    and each value with what it is read against (keyed by its results field, renamed with the rest)."""
+    against = {
+        COLUMNS[label]: read_against(row.get(COLUMNS[label]), row.get(field), word)
+        for label, (field, word) in READ_AGAINST.items()
+    }
+    return {
+        FULL_CI: uncertainty.interval_text(row.get("full_ci_low"), row.get("full_ci_high")),
+        SUBSET_CI: uncertainty.interval_text(row.get("subset_ci_low"), row.get("subset_ci_high")),
+        SUBSET_ON: subset_on(row),
+        **against,
+    }
 
 
 def merge(
@@ -255,13 +313,13 @@ def merge(
     data_fingerprint: str | None = None,
     protocol: str = PROTOCOL,
     correctness: uncertainty.Correctness | None = None,
-    marks: dict[tuple[uncertainty.Key, uncertainty.Key], str] | None = None,
+    marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] | None = None,
 ) -> pd.DataFrame:
     """Reported + reference + evaluated rows, in board columns with a Comparison label, board order.
 
     ``data_fingerprint``: the board's reference data (default: :func:`reference_fingerprint`).
     ``correctness``: per-item correctness by (model, revision) (:class:`tcmqa.leaderboard.outcomes.ByKey`), for
-    the separation marks; None or a missing key: no mark. ``marks``: the marks' cache
+    the separation marks; None or a missing key: no mark. ``marks``: the marks' cache of p-values
     (:func:`uncertainty.separation_marks`).
     """
     rows = [r for r in evaluated if r.get("origin") != "reported"]  # the paper's rows come from the CSV
@@ -271,9 +329,7 @@ def merge(
             **r,
             "family": canonical_family(r["family"]) if r.get("family") else None,
             "comparison": comparison(r, reference, protocol),
-            FULL_CI: uncertainty.interval_text(r.get("full_ci_low"), r.get("full_ci_high")),
-            SUBSET_CI: uncertainty.interval_text(r.get("subset_ci_low"), r.get("subset_ci_high")),
-            SUBSET_ON: subset_on(r),
+            **_derived(r),
             ROW: i,
         }
         for i, r in enumerate(rows)
@@ -293,7 +349,7 @@ def merge(
     frame["Origin"] = frame["Origin"].fillna("evaluated")
     frame["Family"] = frame["Family"].fillna("unknown")
     frame["Revision"] = frame["Revision"].astype(object).fillna("").astype(str).str[:12]
-    for name in [c.label for c in DERIVED]:  # reported and reference rows have none
+    for name in [*[c.label for c in DERIVED], *READ_AGAINST]:  # text; reported and reference rows have none
         frame[name] = frame[name].astype(object).fillna("")
     for name in NUMERIC_COLUMNS:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").round(2)
@@ -383,7 +439,8 @@ class Board:
         self._practice_version = ""  # of the practitioners' responses the subset columns are on
         self._results: list[dict[str, Any]] = []
         self._frame = merge([], data_fingerprint, protocol)
-        self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], str] = {}  # pairs tested (their runs unchanged)
+        # p-values of the pairs tested (their runs unchanged)
+        self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] = {}
 
     def _rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference

@@ -46,6 +46,7 @@ MAX_REVISIONS = 2  # a rejected item may be revised once
 FRESH_SOURCE = "fresh"  # the corpus's ``source`` of a pool item
 _POOL_LOCK = _SUBMIT_LOCK + 16  # numbering items and drawing seats (PostgreSQL; SQLite's BEGIN IMMEDIATE does)
 _OPTION_COLUMNS = {letter: f"option_{letter.lower()}" for letter in LETTERS}
+DUPLICATE_REFUSED = "refused_duplicate"  # the event of an item another written item was refused as too close to
 JUDGEMENT = ("key_correct", "keyed_exact", "clear", "sound", "original")  # each 1 (yes) or 0 (no)
 
 
@@ -240,7 +241,8 @@ class PoolStore(StoreCore):
             )
             .order_by(load, total, p.c.number, p.c.account)
         )
-        return [a for a in conn.execute(query).scalars() if a not in set(exclude)]
+        excluded = set(exclude)
+        return [a for a in conn.execute(query).scalars() if a not in excluded]
 
     def _fresh_seat(
         self, conn: Connection, row: Mapping[str, Any], reviewer: str, role: str, by: str, now: float
@@ -260,31 +262,42 @@ class PoolStore(StoreCore):
         self._fresh_event(conn, row["id"], f"assign_{role}", by, now, row["state"], row["state"], review_id)
         return int(review_id)
 
-    def _fresh_seats_wanted(self, conn: Connection, row: Mapping[str, Any], raters: int) -> tuple[str, int]:
-        """(role, seats to fill) of an item now: two reviewers in review, up to N blind answers once accepted."""
-        r = fresh_reviews_t
-        held = (r.c.item_id == row["id"], r.c.revision == row["revision"], r.c.released_at.is_(None))
-        if row["state"] == IN_REVIEW:
-            count = conn.execute(sa.select(sa.func.count()).select_from(r).where(*held, r.c.role == REVIEWER))
-            return REVIEWER, REVIEWERS - int(count.scalar_one())
-        if row["state"] == ACCEPTED:
-            count = conn.execute(sa.select(sa.func.count()).select_from(r).where(*held))
-            return RATER, raters - int(count.scalar_one())
-        return RATER, 0
-
     def _fresh_fill(self, conn: Connection, raters: int, exclude: Collection[str], now: float) -> None:
-        """Give every item in review its reviewers and every accepted item its raters, as far as people allow."""
-        rows = conn.execute(
-            sa.select(fresh_items_t)
-            .where(fresh_items_t.c.state.in_((IN_REVIEW, ACCEPTED)))
-            .order_by(fresh_items_t.c.number)
-        ).mappings()
+        """Free the open seats of practitioners excluded since (or of the study lead's accounts), then give every
+        item in review its two reviewers and every accepted item its N blind answers, as far as people allow."""
+        t, r, p = fresh_items_t, fresh_reviews_t, practitioners_t
+        gone = sa.select(p.c.account).where(p.c.excluded == 1)
+        stale = conn.execute(
+            sa.select(r.c.id, r.c.item_id, t.c.state)
+            .join(t, t.c.id == r.c.item_id)
+            .where(_open(r), sa.or_(r.c.reviewer.in_(gone), r.c.reviewer.in_(list(exclude))))
+        ).all()
+        for review_id, item_id, state in stale:
+            conn.execute(
+                sa.update(r)
+                .where(r.c.id == review_id)
+                .values(released_at=now, released_by="auto", released_reason="excluded")
+            )
+            self._fresh_event(conn, item_id, "release", "auto", now, state, state, review_id)
+        held: dict[tuple[str, str], int] = {
+            (item_id, role): int(n)
+            for item_id, role, n in conn.execute(
+                sa.select(r.c.item_id, r.c.role, sa.func.count())
+                .join(t, sa.and_(t.c.id == r.c.item_id, t.c.revision == r.c.revision))
+                .where(r.c.released_at.is_(None), t.c.state.in_((IN_REVIEW, ACCEPTED)))
+                .group_by(r.c.item_id, r.c.role)
+            )
+        }
+        rows = conn.execute(sa.select(t).where(t.c.state.in_((IN_REVIEW, ACCEPTED))).order_by(t.c.number)).mappings()
         for row in list(rows):
-            role, wanted = self._fresh_seats_wanted(conn, row, raters)
-            if wanted <= 0:
-                continue
-            for account in self._fresh_candidates(conn, row, exclude)[:wanted]:
-                self._fresh_seat(conn, row, account, role, "auto", now)
+            reviewers, others = held.get((row["id"], REVIEWER), 0), held.get((row["id"], RATER), 0)
+            if row["state"] == IN_REVIEW:
+                role, wanted = REVIEWER, REVIEWERS - reviewers
+            else:  # accepted: the reference's N blind answers, the reviewers' and raters' together
+                role, wanted = RATER, raters - reviewers - others
+            if wanted > 0:
+                for account in self._fresh_candidates(conn, row, exclude)[:wanted]:
+                    self._fresh_seat(conn, row, account, role, "auto", now)
 
     def fill_fresh_seats(self, raters: int = RATERS_PER_ITEM, exclude: Collection[str] = ()) -> None:
         """Draw the reviewers and raters still missing (call when practitioners confirm or are re-included)."""
@@ -292,6 +305,12 @@ class PoolStore(StoreCore):
             self._fresh_fill(conn, raters, exclude, time.time())
 
     # -- writing ------------------------------------------------------------------------------------
+    def note_fresh_duplicate(self, near: str, who: str) -> None:
+        """Record that ``who`` wrote an item refused as a near-duplicate of ``near`` (a public or pool item's id):
+        an event of ``near`` (action ``refused_duplicate``), never the refused text."""
+        with self._pool_write() as conn:
+            self._fresh_event(conn, near, DUPLICATE_REFUSED, who, time.time(), None, None)
+
     def create_fresh_items(
         self,
         writer: str,
@@ -393,6 +412,8 @@ class PoolStore(StoreCore):
         with self._read() as conn:
             review = self._fresh_held(conn, review_id, reviewer)
             row = self._fresh_row(conn, review["item_id"])
+        if row["revision"] != review["revision"]:
+            raise PoolRefused(f"fresh item {row['id']} was revised since: review {review_id} is closed")
         content = _content(row)
         view: dict[str, Any] = {
             "review_id": review_id,
@@ -566,6 +587,8 @@ class PoolStore(StoreCore):
 
     # -- reading --------------------------------------------------------------------------------------
     def fresh_item(self, item_id: str) -> FreshItem | None:
+        """The item with its key: for its writer, the study lead and the evaluation (a reviewer reads it
+        through :meth:`fresh_review_view`, which withholds the key until the blind answer)."""
         with self._read() as conn:
             row = conn.execute(sa.select(fresh_items_t).where(fresh_items_t.c.id == item_id)).mappings().first()
         return _item(row) if row else None
@@ -597,6 +620,14 @@ class PoolStore(StoreCore):
             query = query.where(fresh_events_t.c.item_id == item_id)
         with self._read() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]
+
+    def fresh_duplicates_refused(self) -> int:
+        """Written or imported items refused as near-duplicates, so far."""
+        query = (
+            sa.select(sa.func.count()).select_from(fresh_events_t).where(fresh_events_t.c.action == DUPLICATE_REFUSED)
+        )
+        with self._read() as conn:
+            return int(conn.execute(query).scalar_one())
 
     def fresh_counts(self) -> dict[str, int]:
         """Items by state (every state, 0 where none)."""

@@ -251,7 +251,7 @@ fresh_events_t = sa.Table(
     "fresh_events",
     _meta,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("item_id", _T, nullable=False),
+    sa.Column("item_id", _T, nullable=False),  # a public item's id for "refused_duplicate": a copy of it was refused
     sa.Column("action", _T, nullable=False),  # write | submit | assign | answer | judge | revise | ... | retire
     sa.Column("from_state", _T),
     sa.Column("to_state", _T),
