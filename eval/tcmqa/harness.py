@@ -34,6 +34,8 @@ from tcmqa import flags, prompts
 from tcmqa import outputs as outputs_mod
 from tcmqa.engines import DTYPES, ENGINES, Engine, check_options, load_engine
 from tcmqa.engines.base import Prompt
+from tcmqa.fresh.hidden import HiddenPool, read_pool
+from tcmqa.fresh.scores import release_date
 from tcmqa.models import count_parameters
 from tcmqa.outputs import MANIFEST
 from tcmqa.schema import HUB_ID, RESULT_COLUMNS
@@ -104,6 +106,25 @@ class EvalConfig:
             "same engine load"
         },
     )
+    pool: Path | None = field(
+        default=None,
+        metadata={
+            "help": "the hidden pool (hidden/pool.json, written by the worker from its store): evaluated after the "
+            "public items in the same engine load, its outputs under OUT/hidden (never recorded as parts, never "
+            "published); fills the fresh columns",
+            "metavar": "FILE",
+        },
+    )
+    pool_only: bool = field(
+        default=False,
+        metadata={
+            "help": "a back-fill: evaluate only --pool; OUT/outputs already holds the model's recorded public outputs"
+        },
+    )
+    released: str | None = field(
+        default=None,
+        metadata={"help": "the model's release date (YYYY-MM-DD): 'Fresh after release' counts pool items after it"},
+    )
     name: str | None = field(
         default=None, metadata={"help": "model name in the rows (default: the Hub id, or a local folder's name)"}
     )
@@ -114,6 +135,12 @@ class EvalConfig:
         self.data = str(self.data)
         self.out = None if self.out is None else Path(self.out)
         self.chat_template = None if self.chat_template is None else Path(self.chat_template)
+        self.pool = None if self.pool is None else Path(self.pool)
+        self.released = release_date(self.released)
+        if self.pool_only and self.pool is None:
+            raise ValueError("--pool-only evaluates the hidden pool: give it with --pool FILE")
+        if self.pool is not None and self.shard is not None:
+            raise ValueError("--pool evaluates the whole pool in one run; `tcmqa merge` joins no pool: drop --shard")
         self.engine_args = dict(self.engine_args or {})
         flags.refuse_credentials(self.engine_args)  # the results row publishes every engine arg
         if self.shard is not None:
@@ -437,16 +464,24 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
                 f"asks for ({engine_options(config)})"
             )
     chunk = chunk_size(config, engine, out)
-    manifest = run_manifest(config, engine, selection, items, chunk)
-    check_out_dir(out, manifest, config.resume)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
-
-    chunks = [items[start : start + chunk] for start in range(0, len(items), chunk)]
-    generated = generate_parts(engine, chunks, out, name, watch)
+    pool = read_pool(config.pool) if config.pool is not None else None
+    generated = 0
+    if not config.pool_only:  # a back-fill's public parts are the model's recorded run (summarise checks them)
+        manifest = run_manifest(config, engine, selection, items, chunk)
+        check_out_dir(out, manifest, config.resume)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
+        generated = generate_parts(engine, _chunked(items, chunk), out, name, watch)
+    if pool is not None and pool.items:  # after the public items, in the same engine load
+        generated += generate_parts(engine, _chunked(pool.items, chunk), pool.outputs_dir(out), f"{name} pool", watch)
     with watch("write"):
-        results = summarise(out, items, subset, {**run_facts(engine, config), **data_facts(config, scorable)})
+        facts = {**run_facts(engine, config), **data_facts(config, scorable)}
+        results = summarise(out, items, subset, facts, pool, config.released)
     return Report(results, out, generated, dict(watch.seconds))
+
+
+def _chunked(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 def generate_parts(engine: Engine, chunks: list[list[dict[str, Any]]], out: Path, name: str, watch: Stopwatch) -> int:
@@ -486,17 +521,28 @@ def generate_parts(engine: Engine, chunks: list[list[dict[str, Any]]], out: Path
     return generated
 
 
-def summarise(out: Path, items: list[dict[str, Any]], subset: Any, facts: dict[str, Any]) -> dict[str, Any]:
+def summarise(
+    out: Path,
+    items: list[dict[str, Any]],
+    subset: Any,
+    facts: dict[str, Any],
+    pool: HiddenPool | None = None,
+    released: str | None = None,
+) -> dict[str, Any]:
     """Check the run folder holds exactly one row per item in order, then write its results row.
 
     ``facts`` are the row's keywords beyond the output rows (:func:`run_facts` and :func:`data_facts`).
-    ``tcmqa eval`` and ``tcmqa merge`` both end here, so a merged run's row is an unsharded run's.
+    ``tcmqa eval`` and ``tcmqa merge`` both end here, so a merged run's row is an unsharded run's. With a
+    ``pool`` its output rows (the run's hidden part) fill the fresh columns.
     """
     from tcmqa.results import results_row
 
     frame = outputs_mod.read_outputs(out)
     if frame["item_id"].tolist() != [item["id"] for item in items]:
         raise RuntimeError(f"{out} does not hold exactly one row per item in order; rerun into an empty --out")
+    if pool is not None and pool.items:
+        hidden = outputs_mod.read_outputs(pool.outputs_dir(out))
+        facts = {**facts, "pool": pool, "pool_outputs": hidden, "released": released}
     results = results_row(frame, subset, **facts)
     (out / outputs_mod.RESULTS_FILE).write_text(json.dumps(results, ensure_ascii=False, indent=1))
     return results

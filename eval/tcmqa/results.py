@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
+from tcmqa.fresh.hidden import HiddenPool
+from tcmqa.fresh.scores import FRESH_COLUMNS, fresh_columns
 from tcmqa.probes import calibration
 from tcmqa.schema import RESULTS
 
@@ -178,6 +180,9 @@ def results_row(
     data_revision: str | None = None,
     data_fingerprint: str | None = None,
     n_corpus: int | None = None,
+    pool: HiddenPool | None = None,
+    pool_outputs: pd.DataFrame | None = None,
+    released: str | None = None,
 ) -> dict[str, Any]:
     """One ``RESULTS`` row for the model whose output rows are given.
 
@@ -191,6 +196,10 @@ def results_row(
     are null and the reference is the paper's 64.94. The confidence gap uses the generative channel's
     correctness. Full and Subset carry 95% bootstrap intervals; calibration is read from the stored
     letter log-probs (:mod:`tcmqa.probes.calibration`); the probe columns stay null (a probe pass fills them).
+
+    ``pool`` and ``pool_outputs`` (the hidden pool and its output rows) fill the fresh columns
+    (:mod:`tcmqa.fresh.scores`), ``released`` (the model's release date) their "after release" part; without a
+    pool they are null. ``outputs`` are the public rows only.
     """
     if outputs.empty:
         raise ValueError("no output rows to summarise")
@@ -245,6 +254,11 @@ def results_row(
         "subset_ci_high": subset_ci[1],
         **calibration.summarise(outputs),
         **dict.fromkeys(PROBE_COLUMNS),
+        **(
+            dict.fromkeys(FRESH_COLUMNS)
+            if pool is None or pool_outputs is None
+            else fresh_columns(pool, pool_outputs, outputs, on_subset, released)
+        ),
     }
     row = {key: (None if isinstance(value, float) and math.isnan(value) else value) for key, value in row.items()}
     if set(row) != set(RESULTS):

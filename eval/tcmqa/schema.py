@@ -236,6 +236,86 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         cli=True,
         doc="mean margin when right minus when wrong, nats (Appendix B)",
     ),
+    # Fresh items (tcmqa.fresh): the hidden pool practitioners write and review, evaluated after the public items
+    # in the same run (or by a back-fill when the pool grows); null on a row run without a pool.
+    ResultColumn(
+        "fresh",
+        "Fresh",
+        "float32",
+        True,
+        shown=True,
+        cli=True,
+        doc="exact match on the hidden pool's accepted items (never published, so never memorised), percent",
+    ),
+    ResultColumn(
+        "public_minus_fresh",
+        "Public − Fresh",
+        "float32",
+        False,
+        shown=True,
+        doc="Full minus Fresh, points: the same model on the public items and on never-published ones",
+    ),
+    ResultColumn(
+        "fresh_gap",
+        "Gap vs human",
+        "float32",
+        False,
+        shown=True,
+        doc="the model's public − fresh gap minus the practitioners' own (subset items against pool items with a "
+        "blind-answer reference), points; a harder pool widens both gaps alike",
+    ),
+    ResultColumn(
+        "fresh_after_release",
+        "Fresh after release",
+        "float32",
+        True,
+        doc="Fresh on the pool items released (accepted) after the model's release date, percent",
+    ),
+    ResultColumn(
+        "pool_version",
+        "Pool version",
+        "string",
+        doc="the hidden pool the fresh columns are on (digest of its accepted items): rows compare on one version",
+    ),
+    ResultColumn("fresh_ci_low", "Fresh CI low", "float32", board=False, doc="95% bootstrap interval of Fresh, lower"),
+    ResultColumn(
+        "fresh_ci_high", "Fresh CI high", "float32", board=False, doc="95% bootstrap interval of Fresh, upper"
+    ),
+    ResultColumn("n_fresh", "Fresh items", "int32", board=False, doc="pool items evaluated"),
+    ResultColumn(
+        "fresh_gap_low", "Gap CI low", "float32", board=False, doc="95% normal interval of Gap vs human, lower"
+    ),
+    ResultColumn(
+        "fresh_gap_high", "Gap CI high", "float32", board=False, doc="95% normal interval of Gap vs human, upper"
+    ),
+    ResultColumn(
+        "fresh_gap_marked",
+        "Gap marked",
+        "bool",
+        board=False,
+        doc="the interval of Gap vs human lies above 0: the model gains on public items more than practitioners do",
+    ),
+    ResultColumn(
+        "human_fresh",
+        "Human fresh",
+        "float32",
+        board=False,
+        doc="practitioners' majority of blind answers correct on the evaluated pool items, percent",
+    ),
+    ResultColumn(
+        "n_fresh_after_release",
+        "Fresh after release items",
+        "int32",
+        board=False,
+        doc="pool items released after the model's release date",
+    ),
+    ResultColumn(
+        "model_released",
+        "Model released",
+        "string",
+        board=False,
+        doc="the model's release date (YYYY-MM-DD): from the Hub (created) or given at submission",
+    ),
     # Probes (tcmqa.probes): null until `tcmqa probe` (or `tcmqa eval --probes`) has run on the row's run.
     ResultColumn(
         "circular",

@@ -1,4 +1,4 @@
-"""The About tab's section on the probe and uncertainty columns, built from their declarations.
+"""The About tab's section on the probe, uncertainty and fresh columns, built from their declarations.
 
 What a column *is* is said once, in its declaration (``tcmqa.schema.RESULT_COLUMNS`` docs, and
 ``board.DERIVED`` for the columns the board derives); this module adds what it can and cannot show,
@@ -7,7 +7,8 @@ so the About text follows the board when a column's meaning changes.
 
 from __future__ import annotations
 
-from tcmqa.leaderboard.board import DEFAULT_COLUMNS, DERIVED, FULL_CI, SEPARATION, SUBSET_CI
+from tcmqa.fresh.gap import MIN_POOL
+from tcmqa.leaderboard.board import DEFAULT_COLUMNS, DERIVED, FRESH_CI, FULL_CI, GAP_CI, SEPARATION, SUBSET_CI
 from tcmqa.schema import RESULT_COLUMNS
 
 # (section title, its lead, {results field or derived label: what the column can and cannot show})
@@ -69,6 +70,33 @@ SECTIONS: tuple[tuple[str, str, dict[str, str]], ...] = (
             "next better by Full are tested, each at 5%, with no correction for the many pairs. Sorted by another "
             "column or filtered, the row shown above may not be the one named. Rows without recorded outputs are "
             "not tested.",
+        },
+    ),
+    (
+        "Fresh items (the hidden pool)",
+        "Items licensed practitioners write in the Practitioners tab, each answered blind and accepted by two "
+        "reviewers, then kept hidden: never on the Hub, in the explorer, a model page or an export. Every job "
+        "evaluates them after the public items, under protocol v1; when the pool grows, every comparable row is "
+        "evaluated on it again (a back-fill, queued below submissions). The fresh columns are shown once the pool "
+        f"holds {MIN_POOL} accepted items. The practitioners' reference row shows, under Fresh, their own blind "
+        "answers' accuracy on the pool, beside their Subset.",
+        {
+            "fresh": "What a model answers on items it cannot have read: not contaminated, but on fewer items than "
+            "Full (a wider interval), and on items that need not be as hard as the exam's.",
+            FRESH_CI: "Read it before comparing two rows' Fresh: with a pool of a few hundred items, intervals of "
+            "±5 points are usual.",
+            "public_minus_fresh": "Not a memorisation measure alone: a harder pool lowers every model's Fresh, and "
+            "the practitioners' own.",
+            "fresh_gap": "What points at memorisation. It assumes a change of difficulty moves the model's and the "
+            "practitioners' accuracy by the same number of points; far from the practitioners (near 0 or 100%) a "
+            "harder pool moves a model less, so it errs toward marking a weaker model and not a stronger one.",
+            GAP_CI: "A mark is not proof of memorisation: the pool can differ from the exam in kind (what these "
+            "practitioners write about) as well as in difficulty. No mark does not clear a model: a small pool gives "
+            "the test little power.",
+            "fresh_after_release": "Only items written after the model's release, which no training set of it can "
+            "hold (LiveCodeBench's reading). The release date is the Hub repository's creation unless the submitter "
+            "gave one; a training cut-off is earlier, so this is conservative.",
+            "pool_version": "A row on an older version says so in Fresh 95% CI until its back-fill has run.",
         },
     ),
 )

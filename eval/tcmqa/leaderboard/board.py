@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tcmqa.fresh.gap import MIN_POOL
 from tcmqa.leaderboard import outcomes, uncertainty
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
@@ -96,6 +97,9 @@ FULL_CI = "Full 95% CI"
 SUBSET_CI = "Subset 95% CI"
 SUBSET_ON = "Subset on"
 SEPARATION = "≈ next by Full"
+FRESH_CI = "Fresh 95% CI"
+GAP_CI = "Gap 95% CI"
+GAP_MARK = "⚑"  # the Gap vs human interval lies above 0
 DERIVED = (
     DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)"),
     DerivedColumn(
@@ -120,6 +124,21 @@ DERIVED = (
         False,
         "the subset Subset and Δ human are on: 'current <version>' (counted from the row's outputs on the subset "
         "as it stands, practitioner mode) or 'as recorded' (no outputs here: what its run recorded back then)",
+    ),
+    DerivedColumn(
+        FRESH_CI,
+        "Fresh",
+        True,
+        f"95% bootstrap interval of Fresh and its n (pool items); 'pool too small (n)' while the hidden pool holds "
+        f"fewer than {MIN_POOL} accepted items (the fresh columns are then empty); 'on pool <version>' when the row's "
+        "fresh columns are on another pool version than the board's (its back-fill is queued)",
+    ),
+    DerivedColumn(
+        GAP_CI,
+        "Gap vs human",
+        True,
+        f"95% normal interval of Gap vs human; {GAP_MARK} where it lies above 0: the model gains on the public items "
+        "more than the practitioners do, which points at memorisation",
     ),
 )
 
@@ -168,6 +187,61 @@ def reported_rows() -> pd.DataFrame:
 def _reported_records() -> tuple[dict[str, Any], ...]:
     """:func:`reported_rows` as records with their Comparison label, read once per process."""
     return tuple(reported_rows().assign(comparison=PAPER).to_dict("records"))
+
+
+FRESH_FIELDS = ("fresh", "public_minus_fresh", "fresh_gap", "fresh_after_release")  # empty while the pool is small
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolFacts:
+    """The hidden pool as the board shows it: its version, its accepted items and the practitioners' blind-answer
+    verdicts (majority correct) on those that have one. Never an item's text."""
+
+    version: str = ""
+    size: int = 0
+    human: tuple[bool, ...] = ()
+
+    @property
+    def shown(self) -> bool:
+        """The fresh columns are shown once the pool holds ``MIN_POOL`` items."""
+        return self.size >= MIN_POOL
+
+    @classmethod
+    def of(cls, store: Any) -> PoolFacts:
+        """The store's accepted pool now."""
+        return cls(
+            store.fresh_pool_version(), len(store.accepted_fresh_items()), tuple(store.fresh_reference().values())
+        )
+
+
+def fresh_text(row: dict[str, Any], pool: PoolFacts) -> str:
+    """The "Fresh 95% CI" text of an evaluated row (:data:`DERIVED`)."""
+    if not pool.shown:
+        return f"pool too small ({pool.size})"
+    if row.get("fresh") is None or pd.isna(row["fresh"]):
+        return ""
+    text = f"{uncertainty.interval_text(row.get('fresh_ci_low'), row.get('fresh_ci_high'))} n={row.get('n_fresh')}"
+    version = row.get("pool_version")
+    return text if version == pool.version else f"{text}, on pool {str(version)[:12]}"
+
+
+def gap_text(row: dict[str, Any], pool: PoolFacts) -> str:
+    """The "Gap 95% CI" text of an evaluated row: its interval, marked where it lies above 0."""
+    low, high = row.get("fresh_gap_low"), row.get("fresh_gap_high")
+    if not pool.shown or low is None or pd.isna(low):
+        return ""
+    return f"{uncertainty.interval_text(low, high)}{' ' + GAP_MARK if low > 0 else ''}"
+
+
+def human_fresh(pool: PoolFacts) -> dict[str, Any]:
+    """The practitioners' reference row's fresh cells: their blind answers' accuracy on the pool, with its interval."""
+    if not pool.shown or not pool.human:
+        return {}
+    from tcmqa.results import interval
+
+    correct = pd.Series(pool.human, dtype=float)
+    low, high = interval(correct)
+    return {"fresh": 100 * correct.mean(), FRESH_CI: f"{uncertainty.interval_text(low, high)} n={len(correct)}"}
 
 
 def human_row(subset: float = HUMAN_SUBSET, **facts: Any) -> dict[str, Any]:
@@ -314,19 +388,26 @@ def merge(
     protocol: str = PROTOCOL,
     correctness: uncertainty.Correctness | None = None,
     marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] | None = None,
+    pool: PoolFacts | None = None,
 ) -> pd.DataFrame:
     """Reported + reference + evaluated rows, in board columns with a Comparison label, board order.
+
+    ``pool``: the hidden pool (:class:`PoolFacts`); the fresh columns stay empty while it is too small.
 
     ``data_fingerprint``: the board's reference data (default: :func:`reference_fingerprint`).
     ``correctness``: per-item correctness by (model, revision) (:class:`tcmqa.leaderboard.outcomes.ByKey`), for
     the separation marks; None or a missing key: no mark. ``marks``: the marks' cache of p-values
     (:func:`uncertainty.separation_marks`).
     """
+    pool = pool or PoolFacts()
     rows = [r for r in evaluated if r.get("origin") != "reported"]  # the paper's rows come from the CSV
     reference = data_fingerprint or reference_fingerprint(rows, protocol)
     rows = [
         {
             **r,
+            **({} if pool.shown else dict.fromkeys(FRESH_FIELDS)),
+            FRESH_CI: fresh_text(r, pool),
+            GAP_CI: gap_text(r, pool),
             "family": canonical_family(r["family"]) if r.get("family") else None,
             "comparison": comparison(r, reference, protocol),
             **_derived(r),
@@ -341,7 +422,14 @@ def merge(
     value = human_value(rows)
     if value is not None:  # the majority vote on the comparable rows' own subset items
         references.append(
-            human_row(value, data_fingerprint=reference, protocol=protocol, coverage=100.0, comparison=COMPARABLE)
+            human_row(
+                value,
+                data_fingerprint=reference,
+                protocol=protocol,
+                coverage=100.0,
+                comparison=COMPARABLE,
+                **human_fresh(pool),
+            )
         )
     frame = pd.DataFrame([*_reported_records(), *references, *rows])  # one frame of dicts: no concat of dtypes
     labels = {v: k for k, v in COLUMNS.items()} | {"comparison": COMPARISON}
@@ -441,6 +529,7 @@ class Board:
         self._frame = merge([], data_fingerprint, protocol)
         # p-values of the pairs tested (their runs unchanged)
         self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] = {}
+        self._pool = PoolFacts()  # the hidden pool the fresh columns are shown against
 
     def _rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference
@@ -455,7 +544,8 @@ class Board:
     def frame(self) -> pd.DataFrame:
         """The merged board. A finished or imported run merges it anew; a practitioner's response (only the
         practice version changed) sets the subset columns in place (:func:`with_reference`)."""
-        version = f"{self.store.version()}|{self.store.outcomes_version()}"
+        pool_version = self.store.fresh_pool_version()
+        version = f"{self.store.version()}|{self.store.outcomes_version()}|{pool_version}"
         practice = self.store.practice_version() if self.practice is not None else ""
         with self._lock:
             if version == self._version and practice != self._practice_version:
@@ -467,9 +557,11 @@ class Board:
                 if changed:  # their pairs are tested again (a row without revision reads its model's latest run)
                     self._marks = {pair: m for pair, m in self._marks.items() if not {pair[0][0], pair[1][0]} & changed}
                 self._results = self.store.results()
+                if pool_version != self._pool.version:
+                    self._pool = PoolFacts.of(self.store)
                 correctness = outcomes.ByKey(self.reference.outcomes)
                 rows = self._rows(self._results)
-                self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks)
+                self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool)
                 self._version, self._practice_version = version, practice
             return self._frame
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 
 _JOBS_COLUMNS_6 = ("not_before", "retries")  # came with migration 6
+_JOBS_COLUMNS_11 = ("kind",)  # came with migration 11
 
 
 def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.Column]:
@@ -62,7 +63,8 @@ def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.
 def _migration_1(conn: Connection, store: Store) -> None:
     """The original queue: jobs and results (an existing pre-versioning SQLite store is this version)."""
     legacy = sa.MetaData()
-    jobs = sa.Table("jobs", legacy, *_column_copies(jobs_t, leave_out={"status_at", *_JOBS_COLUMNS_6}))
+    later = {"status_at", *_JOBS_COLUMNS_6, *_JOBS_COLUMNS_11}
+    jobs = sa.Table("jobs", legacy, *_column_copies(jobs_t, leave_out=later))
     results = sa.Table("results", legacy, *_column_copies(results_t))
     _partial_index("one_live_job", jobs, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
     sa.Index("by_status", jobs.c.status, jobs.c.submitted_at)
@@ -183,6 +185,16 @@ def _migration_10(conn: Connection, store: Store) -> None:
     practice_retired_t.create(conn, checkfirst=True)
 
 
+def _migration_11(conn: Connection, store: Store) -> None:
+    """Back-fill jobs (tcmqa.fresh.backfill): a job's ``kind``; one live submission and one waiting back-fill per
+    (model, revision, protocol), so a finished evaluation's key takes a back-fill each time the pool grows."""
+    conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'eval'"))
+    conn.execute(sa.text("DROP INDEX one_live_job"))
+    for index in jobs_t.indexes:
+        if index.name in ("one_live_job", "one_live_backfill"):
+            index.create(conn)
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
@@ -194,4 +206,5 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_8,
     _migration_9,
     _migration_10,
+    _migration_11,
 ]  # version i+1 = MIGRATIONS[i]

@@ -32,6 +32,8 @@ jobs_t = sa.Table(
     sa.Column("status_at", _F, nullable=False, server_default="0"),
     sa.Column("not_before", _F),  # a PENDING job released by a transient failure waits until then (migration 6)
     sa.Column("retries", sa.Integer, nullable=False, server_default="0"),  # its transient failures so far
+    # "eval" (a submission) or "backfill" (the hidden pool only, for a finished eval's row; migration 11)
+    sa.Column("kind", _T, nullable=False, server_default="eval"),
 )
 results_t = sa.Table(
     "results",
@@ -98,7 +100,10 @@ def _partial_index(name: str, table: sa.Table, columns: list[str], where: str, u
 
 
 # Every index of the latest schema (a migration creates each when its version introduces it).
-_partial_index("one_live_job", jobs_t, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
+LIVE_EVAL = "status != 'FAILED' AND kind = 'eval'"  # one submission per key (back-fills since migration 11)
+LIVE_BACKFILL = "status IN ('PENDING', 'RUNNING') AND kind = 'backfill'"  # one waiting back-fill per key
+_partial_index("one_live_job", jobs_t, ["model", "revision", "protocol"], LIVE_EVAL, unique=True)
+_partial_index("one_live_backfill", jobs_t, ["model", "revision", "protocol"], LIVE_BACKFILL, unique=True)
 sa.Index("by_status", jobs_t.c.status, jobs_t.c.submitted_at)
 sa.Index("by_user", jobs_t.c.user, jobs_t.c.submitted_at)
 sa.Index("by_status_at", jobs_t.c.status_at)
@@ -194,7 +199,7 @@ sa.Index("practitioner_number", practitioners_t.c.number, unique=True)
 _PRACTICE_TABLES_5 = (practice_block_info_t, practice_exclusions_t)  # came with migration 5
 
 
-# The fresh pool (tcmqa.store.pool; migration 8): items practitioners write, their reviews, every event.
+# The fresh pool (tcmqa.store.pool; migration 9): items practitioners write, their reviews, every event.
 fresh_items_t = sa.Table(
     "fresh_items",
     _meta,
@@ -263,4 +268,4 @@ sa.Index("fresh_review_once", fresh_reviews_t.c.item_id, fresh_reviews_t.c.revie
 sa.Index("fresh_reviews_by_reviewer", fresh_reviews_t.c.reviewer)
 sa.Index("fresh_items_by_state", fresh_items_t.c.state)
 sa.Index("fresh_events_by_item", fresh_events_t.c.item_id, fresh_events_t.c.id)
-FRESH_TABLES = (fresh_items_t, fresh_reviews_t, fresh_events_t)  # came with migration 8
+FRESH_TABLES = (fresh_items_t, fresh_reviews_t, fresh_events_t)  # came with migration 9
