@@ -11,7 +11,7 @@ statistic uses covered cells only. A run with two outputs for one scored item is
 
 A run computed on other data is left out, by name, into ``Study.excluded``: its ``results.json``
 records another data fingerprint than this data's (the fingerprint of every scorable item,
-``tcmqa.harness.data_fingerprint``), or (a run that recorded none) none of its output rows is a
+``tcmqa.runs.data_fingerprint``), or (a run that recorded none) none of its output rows is a
 scored item here. Two runs of one model (two engines, say) are told apart by name:
 ``model (engine)``, or ``model (run folder)`` where the engine does not tell them apart.
 
@@ -38,9 +38,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tcmqa.data import has_config, load_config
-from tcmqa.harness import data_fingerprint
 from tcmqa.outputs import OUTPUTS_DIR, RESULTS_FILE
 from tcmqa.outputs_query import OutputsQuery
+from tcmqa.runs import data_fingerprint
 from tcmqa.schema import RESPONSES, SUBSET
 
 # Study matrix -> its value per output row (SQL over the outputs view): every item, and multi-answer items
@@ -82,7 +82,7 @@ class Study:
     f1: np.ndarray
     pred_size: np.ndarray  # letters predicted
     subset_rows: np.ndarray  # row of each subset item in the matrices (-1: not scored)
-    data_fingerprint: str = ""  # of the scored items (tcmqa.harness.data_fingerprint)
+    data_fingerprint: str = ""  # of the scored items (tcmqa.runs.data_fingerprint)
     excluded: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=EXCLUDED_COLUMNS))  # other data
 
     @property
