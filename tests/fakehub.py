@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import datetime as dt
 import hashlib
 import json
 import math
@@ -463,8 +464,10 @@ class FakeHub:
         private: bool = False,
         disabled: bool = False,
         card_data: dict[str, Any] | None = None,
+        created_at: str = "2025-03-12T08:00:00Z",
     ) -> None:
         self.models[repo_id] = dict(
+            created_at=created_at,
             private=private,
             disabled=disabled,
             card_data=card_data,
@@ -510,6 +513,8 @@ class FakeHub:
             config=model["config"],
             safetensors=safetensors,
             siblings=[SimpleNamespace(rfilename=f) for f in model["files"]],
+            created_at=dt.datetime.fromisoformat(model["created_at"].replace("Z", "+00:00")),
+            last_modified=dt.datetime.fromisoformat(model["created_at"].replace("Z", "+00:00")),
             pipeline_tag="text-generation",
         )
 

@@ -247,24 +247,54 @@ def test_intervals_are_shown_as_text_on_evaluated_rows_only():
     assert shown.columns.tolist() == ["Model", COMPARISON, "Full", FULL_CI, SUBSET_CI]
 
 
-def test_a_row_not_separated_from_the_row_above_is_marked_by_a_paired_test():
+A_VS_B = binomtest(40, 120, 0.5).pvalue  # McNemar by hand: 80 items only A right, 40 only B
+B_VS_C = binomtest(1, 3, 0.5).pvalue  # 2 items only B right, 1 only C
+
+
+def test_a_row_not_separated_from_the_next_by_full_is_marked_by_a_paired_test():
     got = marks(planted_board())
-    a_vs_b = binomtest(40, 120, 0.5).pvalue  # McNemar by hand: 80 items only A right, 40 only B
-    b_vs_c = binomtest(1, 3, 0.5).pvalue  # 2 items only B right, 1 only C
-    assert a_vs_b < 0.05 <= b_vs_c
-    assert got["org/b"] == f"p={a_vs_b:.2g}"  # separated: no ≈
-    assert got["org/c"] == f"≈ (p={b_vs_c:.2g})"
+    assert A_VS_B < 0.05 <= B_VS_C
+    assert got["org/b"] == f"≠ org/a (p={A_VS_B:.2g})"  # separated: no ≈
+    assert got["org/c"] == f"≈ org/b (p={B_VS_C:.2g})"
     assert got["org/a"] == ""  # the best comparable row: nothing above it (the partial run is not comparable)
     assert got["org/partial"] == got["org/imported"] == ""  # not comparable; no outputs
     assert set(planted_board().loc[lambda f: f["Origin"] != "evaluated", SEPARATION]) == {""}
-    same = uncertainty.mark(planted(B), planted(B))
-    assert same == "≈ (p=1)"  # identical per-item correctness
+    assert uncertainty.p_value(planted(B), planted(B)) == 1.0  # identical per-item correctness
+    assert uncertainty.mark(1.0, "org/b") == "≈ org/b (p=1)" and uncertainty.mark(None, "org/b") == ""
+
+
+def test_next_by_full_mark_survives_sorting_and_filtering():
+    """The mark names the row it was tested against (the next better comparable row by Full), so sorted by
+    another column, ascending, or with that row filtered out, each row's mark says the same; the legend and
+    the column say "next by Full", not "the row above"."""
+    frame = planted_board()
+    expected = {"org/b": f"≠ org/a (p={A_VS_B:.2g})", "org/c": f"≈ org/b (p={B_VS_C:.2g})"}
+    views = [
+        board_lib.select(frame, sort_by="Full", descending=False),  # org/c now sits above org/b
+        board_lib.select(frame, sort_by="Model", descending=True),
+        board_lib.select(frame, search="org/c"),  # org/b filtered out
+        board_lib.select(frame, search="org/b"),
+    ]
+    for shown in views:
+        for model, mark in marks(shown).items():
+            if model in expected:
+                assert mark == expected[model], (model, shown["Model"].tolist())
+    assert marks(views[0])["org/c"] != "" and views[0]["Model"].tolist().index("org/c") < views[0][
+        "Model"
+    ].tolist().index("org/b")
+    assert SEPARATION == "≈ next by Full" and "next better comparable row by Full" in board_lib.LEGEND
+    assert "row above" not in board_lib.LEGEND and "above" not in SEPARATION
+    # two revisions of one model on the board: the mark says which
+    rows = [row("org/x", 60.0, revision="1" * 40), row("org/x", 59.0, revision="2" * 40), row("org/y", 58.0)]
+    right = {("org/x", "1" * 40): A, ("org/x", "2" * 40): B, ("org/y", "1" * 40): C}
+    twins = board_lib.merge(rows, HERE, correctness={k: planted(v) for k, v in right.items()})
+    assert set(twins[SEPARATION]) >= {f"≠ org/x@1111111 (p={A_VS_B:.2g})", f"≈ org/x@2222222 (p={B_VS_C:.2g})"}
 
 
 def test_the_mark_compares_only_the_items_both_models_answered():
     below = planted(B).iloc[:300]  # items q000..q299: 40 of B's right items (300..339) are not in common
-    assert uncertainty.mark(below, planted(A)) == f"p={binomtest(0, 80, 0.5).pvalue:.2g}"
-    assert uncertainty.mark(below, planted(A).iloc[300:]) == ""  # nothing in common: not tested
+    assert uncertainty.p_value(below, planted(A)) == binomtest(0, 80, 0.5).pvalue
+    assert uncertainty.p_value(below, planted(A).iloc[300:]) is None  # nothing in common: not tested
 
 
 def test_probe_columns_are_offered_hidden_and_p_values_keep_their_significant_digits():
@@ -302,7 +332,7 @@ def test_board_marks_rows_from_the_outputs_recorded_in_the_store(tmp_path):
         assert claimed is not None and claimed.id == job.id
         assert store.finish(claimed, row(model, 100 * len(right) / N_ITEMS - 0.01 * (model == "org/stand-in")), [part])
     got = marks(Board(store).frame())
-    assert got["org/b"].startswith("p=") and got["org/c"].startswith("≈")
+    assert got["org/b"].startswith("≠ org/a (p=") and got["org/c"].startswith("≈ org/b (p=")
     assert got["org/stand-in"] == ""
 
 
@@ -313,7 +343,7 @@ def test_comparable_is_the_served_data_after_a_corpus_fix(tmp_path, demo_tree, d
 
     from tcmqa.build import build
     from tcmqa.data import load_config
-    from tcmqa.harness import data_fingerprint
+    from tcmqa.runs import data_fingerprint
 
     fixed_items = [dict(item) for item in demo_items]
     fixed_items[0]["question"] += " (corrected)"
@@ -332,3 +362,29 @@ def test_comparable_is_the_served_data_after_a_corpus_fix(tmp_path, demo_tree, d
     assert labelled(frame)[("org/current", 50.0)] == COMPARABLE
     assert labelled(frame)[("org/stale-1", 60.0)] == labelled(frame)[("org/stale-2", 61.0)] == OTHER_DATA
     assert frame["Model"].iloc[0] == "org/current"
+
+
+def test_order_first_never_without_chance():
+    """Order 1st is shown only in one cell with its chance rate, whatever columns are chosen, however the board
+    is sorted: a CPU run (23 other orders, chance 4.17%) and a GPU run (119, 0.83%) each read against their own.
+    Sorting by Order 1st sorts by its value."""
+    rows = [
+        row("org/cpu", 60.0, order_first=6.4712, order_chance=100 / 24, order_p=4e-8),
+        row("org/gpu", 50.0, order_first=1.2, order_chance=100 / 120, order_p=0.01),
+        row("org/high", 40.0, order_first=10.5, order_chance=100 / 24, order_p=1e-12),
+        row("org/unprobed", 30.0),
+    ]
+    frame = board_lib.merge(rows, HERE)
+    expected = {"org/cpu": "6.47 (chance 4.17)", "org/gpu": "1.20 (chance 0.83)", "org/high": "10.50 (chance 4.17)"}
+    for columns in (["Order 1st"], ["Order p", "Order 1st"], board_lib.CHOICES, board_lib.DEFAULT_COLUMNS):
+        shown = board_lib.select(frame, columns=columns, search="org/")
+        if "Order 1st" not in columns:
+            assert "Order 1st" not in shown
+            continue
+        cells = dict(zip(shown["Model"], shown["Order 1st"]))
+        assert {m: cells[m] for m in expected} == expected and cells["org/unprobed"] == ""
+    ranked = board_lib.select(frame, columns=["Order 1st"], search="org/", sort_by="Order 1st")
+    assert ranked["Model"].tolist() == ["org/high", "org/cpu", "org/gpu", "org/unprobed"]  # 10.5 > 6.47: by value
+    chance = next(c for c in RESULT_COLUMNS if c.name == "order_first").read_against
+    assert chance is not None and chance[0] == "order_chance"  # declared once, in the schema
+    assert "'x (chance y)'" in about.probes_markdown()

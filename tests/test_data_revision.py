@@ -16,6 +16,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import huggingface_hub
+import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from fakehub import FakeHub
@@ -110,3 +112,15 @@ def test_a_resumed_run_reads_the_revision_it_started_on(hub, tiny_eval, tiny_eng
     assert api.asked == [None]  # the resume asked nothing: it reads the run's own revision, not the new head
     assert {revision for _, revision in reads} == {first} != {fake.repo_info(REPO).sha}
     assert resumed.results["data_revision"] == first and resumed.results["n_corpus"] > KEPT
+
+
+def test_a_results_file_from_before_a_column_was_added_still_loads(tmp_path):
+    """A local tree keeps results files of every schema it was published under: the new column reads as null."""
+    (tmp_path / "results").mkdir()
+    pq.write_table(pa.table({"model": ["old/model"], "full": [50.0]}), tmp_path / "results" / "a.parquet")
+    pq.write_table(
+        pa.table({"model": ["new/model"], "full": [60.0], "pride_lp": [61.0]}), tmp_path / "results" / "b.parquet"
+    )
+    rows = data_module.load_config(tmp_path, "results").to_pandas().sort_values("model")
+    assert rows["model"].tolist() == ["new/model", "old/model"]
+    assert rows["pride_lp"].iloc[0] == 61.0 and pd.isna(rows["pride_lp"].iloc[1])

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
+from sources import wrong_answer
 from test_practitioner_reference import answer_all, confirm, corpus, study_tree_of
 
 import tcmqa.store as store_module
@@ -116,7 +117,7 @@ def test_outcomes_of_jobs_finished_before_migration_7_are_aggregated_on_first_re
     old.close()
     monkeypatch.undo()
     new = Store(url, cache_dir=tmp_path / "new")
-    assert new.schema_version() == len(MIGRATIONS) == 7
+    assert new.schema_version() == len(MIGRATIONS) >= 7
     assert new.record_outcomes() == 1 and new.record_outcomes() == 0  # once
     assert _vectors(new, "j1") == {"x": True, "y": False}
     new.close()
@@ -242,7 +243,7 @@ def test_board_sets_the_subset_columns_in_place_after_a_response(
             p.submit(
                 account,
                 view.item_id,
-                key if rng.random() < 0.7 else ["E"],
+                key if rng.random() < 0.7 else wrong_answer(key),
                 domains=["other"],
                 difficulty=2,
                 seconds=5.0,
@@ -293,3 +294,41 @@ def test_a_run_first_read_by_a_block_report_is_still_counted_by_the_board(tmp_pa
     assert p.models_on(items)["model"].tolist() == ["org/first"]  # the run loaded here first
     [row] = p.reference_rows(store.results())
     assert row["subset"] == 100.0 and row["subset_version"] != "as recorded"
+
+
+def test_subset_ci_recounted_with_subset(tmp_path: Path) -> None:
+    """Practitioners' responses change the subset: the board's Subset 95% CI is recounted with Subset (the
+    in-place path and a fresh merge alike), so it always contains the Subset shown and equals the interval a
+    results row computes from that run's correctness on the subset as it stands; the interval the run recorded
+    on the subset of its day (planted far off) is not shown."""
+    from tcmqa.leaderboard import board as board_lib
+    from tcmqa.leaderboard import uncertainty
+    from tcmqa.results import interval
+
+    rng = random.Random(5)
+    tree = study_tree_of(tmp_path)
+    store = SQLiteStore(tmp_path / "store")
+    loader = PracticeLoader(str(tree), store, block_size=4, raters=1)
+    p = loader.get()
+    items = [i["id"] for i in corpus(tree) if not i["flagged"]]
+    right = {i: rng.random() < 0.5 for i in items}
+    recorded = {"subset": 1.5, "subset_ci_low": 1.0, "subset_ci_high": 2.0}  # the subset of its day
+    _finish(store, tmp_path, "org/m", right, full=40.0, data_fingerprint="fp", coverage=100.0, **recorded)
+    board = board_lib.Board(store, practice=loader)
+    confirm(p, "ann", "bo")
+    seen = set()
+    for account in ("ann", "bo"):
+        while (view := p.current(account)) is not None:
+            key = list(p.items[view.item_id]["answer"])
+            letters = key if rng.random() < 0.6 else wrong_answer(key)
+            p.submit(account, view.item_id, letters, domains=["other"], difficulty=2, seconds=5.0)
+            subset = p.subset_majority()
+            on_subset = pd.Series([right[i] for i in subset if i in right], dtype=bool)
+            for frame in (board.frame(), board_lib.Board(store, practice=loader).frame()):
+                shown = frame.loc[frame["Model"] == "org/m"].iloc[0]
+                low, high = interval(on_subset)
+                assert shown["Subset"] == round(100 * on_subset.mean(), 2)
+                assert shown[board_lib.SUBSET_CI] == uncertainty.interval_text(low, high)
+                assert low is not None and high is not None and low <= 100 * on_subset.mean() <= high
+            seen.add(shown["Subset"])
+    assert len(seen) > 2  # the subset did change Subset, step after step

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from sources import DEMO_ITEMS
+from sources import DEMO_ITEMS, wrong_answer
 
 from tcmqa.build import build
 from tcmqa.data import load_config
 from tcmqa.ingest import person_pseudonym
-from tcmqa.leaderboard.practice import DailyCapReached, InvalidResponse, NotAllowed, Practice
+from tcmqa.leaderboard.practice import DailyCapReached, InvalidResponse, NotAllowed, Practice, ReviewWaits
 from tcmqa.store import MIGRATIONS, SQLiteStore
 
 
@@ -53,7 +53,7 @@ def answer_all(practice: Practice, account: str, right: bool = True) -> list[str
     done = []
     while (view := practice.current(account)) is not None:
         item = practice.items[view.item_id]
-        letters = list(item["answer"]) if right else (["E"] if item["answer"] != ["E"] else ["A"])
+        letters = list(item["answer"]) if right else wrong_answer(item["answer"])
         answer(practice, account, view.item_id, letters)
         done.append(view.item_id)
     return done
@@ -213,6 +213,10 @@ def test_practitioner_report_hidden_until_complete(tmp_path: Path, fresh_tree: P
     with pytest.raises(NotAllowed, match="not complete"):
         p.report("a")
     answer_all(p, "a")
+    with pytest.raises(ReviewWaits, match="2 of 3"):  # c has not finished the block
+        p.report("a")
+    signed(p, "c")
+    answer_all(p, "c", right=False)
     report = p.report("a")
     assert report["accuracy"] == 100.0 and report["agreement"] == 0.0
     assert report["by_domain"]["items"].sum() == 5
@@ -246,7 +250,7 @@ def test_practitioner_configs_majority_and_exclusion(tmp_path: Path, fresh_tree:
     assert p.store.practitioner("b")["excluded_reason"] == "answers copied"
     assert p.store.practitioner("b")["excluded_by"] == "admin"
     tables = p.configs()
-    # two raters left: the block waits for its third (a refill) before anything of it is published again
+    # two raters left of a published block: it is retired (never refilled) and nothing of it is published
     assert tables["responses"] == [] and tables["subset"] == []
     assert p.human_reference() == (None, 0)
     with pytest.raises(NotAllowed, match="excluded"):
@@ -262,8 +266,9 @@ def test_practitioner_configs_majority_and_exclusion(tmp_path: Path, fresh_tree:
             "excluded": 1,
             "responses": 10,
             "finished": 2,
-            "open_slots": 1,
+            "open_slots": 0,
             "published": False,
+            "retired": True,
         }
     ]
 

@@ -201,6 +201,7 @@ def test_practitioner_block_report_models_recorded_and_published(tree: Path, tmp
     _record(store, tmp_path / "parts", "org/model", "r2", corpus, right=False)  # the latest full run
     practice = PracticeLoader(str(tree), store, block_size=BLOCK, raters=RATERS)
     items = _answer_all(practice, "rater-1")
+    assert _answer_all(practice, "rater-2") == _answer_all(practice, "rater-3") == items  # the review waits for them
     models = practice.get().report("rater-1")["models"].set_index("model")
     assert models.loc["org/model", "revision"] == "r2" and models.loc["org/model", "accuracy"] == 0.0
     assert models.loc["paper/one", "revision"] == "new" and (models["items"] <= len(items)).all()

@@ -49,7 +49,7 @@ from space_fixtures import (
 from tcmqa.build import build
 from tcmqa.data import load_config
 from tcmqa.leaderboard.explorer import WITHHELD, open_block_items
-from tcmqa.leaderboard.practice import PracticeLoader
+from tcmqa.leaderboard.practice import PracticeLoader, ReviewWaits
 from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import OUTPUTS
 from tcmqa.store import SQLiteStore
@@ -394,6 +394,26 @@ def test_open_block_browser_traffic_of_a_practitioner_using_the_explorer(space: 
         control = page.evaluate("window.__streams.join('')")[len(streamed) :]
         assert '"practitioner_id"' in control and '"generated_text"' in control  # the recorder sees tables
         browser.close()
+
+
+def test_open_block_review_waits_for_every_rater(space: dict[str, Any]) -> None:
+    """bo answered every item of ann's block, ann and cy have not: bo's screen says the review waits and holds
+    no reference, explanation, accuracy or model of the block (the block report and review refuse too); once
+    ann and cy finish, bo's screen is the review. (It changes the module's state: it runs before the last.)"""
+    client = Client(space["url"], verbose=False)
+    marks = ["**Explanation:**", "**Reference:**", "Your accuracy", "org/model", "EXPLAIN"]
+    text = json.dumps(client.predict(BO, False, "", api_name="/practice_start"), ensure_ascii=False)
+    assert "opens once all its 3 raters have finished it (1 of 3 so far)" in text
+    assert not _leaks(text, marks), _leaks(text, marks)
+    practice = space["practice"].get()
+    block = practice.assignment(BO)["block"]
+    for call in (lambda: practice.report(BO), lambda: practice.review_rows(BO, block)):
+        with pytest.raises(ReviewWaits):
+            call()
+    _answer(space["practice"], ANN)
+    _answer(space["practice"], CY)
+    text = json.dumps(client.predict(BO, False, "", api_name="/practice_start"), ensure_ascii=False)
+    assert "Your accuracy" in text and text.count("**Explanation:**") == text.count("**Reference:**") == BLOCK
 
 
 def test_open_block_released_when_every_rater_finished(space: dict[str, Any]) -> None:

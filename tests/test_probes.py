@@ -340,3 +340,92 @@ def test_tcmqa_probe_command_loads_the_run_model(probed_run, capsys, tmp_path):
     again = json.loads((copy / "results.json").read_text())
     assert again["n_rotation"] == 0 and again["n_order"] + again["order_excluded"] == 6
     assert again["full"] == results["full"]  # the v1 columns are the run's
+
+
+def with_multi_answer_items(single: pd.DataFrame, n_items: int) -> pd.DataFrame:
+    """``single`` plus ``n_items`` multi-answer items under all five rotations, which the log-prob channel (one
+    letter) always misses and the generative channel gets right."""
+    rows = [
+        {
+            "item_id": f"m{i}",
+            "answer_type": "multi",
+            "rotation": k,
+            "answer": ["A", "B"],
+            "prediction": ["A", "B"],
+            "correct": True,
+            "letter_logprobs": dict.fromkeys(LETTERS, math.log(0.2)),
+            "lp_correct": False,
+        }
+        for i in range(n_items)
+        for k in range(rotation.ROTATIONS)
+    ]
+    return pd.concat([single, pd.DataFrame(rows)], ignore_index=True)
+
+
+def test_pride_compared_on_its_items():
+    """With no letter prior, PriDe equals the log-prob channel on PriDe's own scored items (pride_lp, computed
+    where PriDe is), while LP Full, which counts the multi-answer items the channel always misses, is far below
+    both; the board shows PriDe with pride_lp in one cell and the About text compares PriDe with that, never
+    with LP Full."""
+    from tcmqa.leaderboard import about
+    from tcmqa.leaderboard import board as board_lib
+    from tcmqa.schema import RESULTS
+
+    rows = with_multi_answer_items(simulated_rotations(400, {}, skill=2.0), 150)
+    found = rotation.summarise(rows)
+    published = rows[rows["rotation"] == 0]
+    lp_full = 100 * published["lp_correct"].mean()
+    single_ids = list(dict.fromkeys(published.loc[published["answer_type"] == "single", "item_id"]))
+    estimated = rotation._estimation_items(single_ids, rotation.PRIDE_SHARE, 0)
+    scored = published[(published["answer_type"] == "single") & ~published["item_id"].isin(estimated)]
+    assert found["pride_lp"] == pytest.approx(100 * scored["lp_correct"].mean())  # the same items, by hand
+    assert abs(found["pride"] - found["pride_lp"]) < 3, found  # no prior: nothing to remove
+    assert lp_full < found["pride"] - 15, (lp_full, found)  # LP Full would blame a prior that is not there
+    biased = rotation.summarise(with_multi_answer_items(simulated_rotations(400, {"A": 2.5}, skill=2.0), 150))
+    assert biased["pride"] > biased["pride_lp"] + 10, biased  # a planted prior: PriDe above its own baseline
+    result = {name: None for name in RESULTS} | {"model": "org/m", "origin": "evaluated", **found}
+    frame = board_lib.merge([result], "a" * 16)
+    cell = frame.loc[frame["Model"] == "org/m", "PriDe"].iloc[0]
+    assert cell == f"{found['pride']:.2f} (LP {found['pride_lp']:.2f})"
+    text = about.probes_markdown()
+    pride = next(line for line in text.splitlines() if line.startswith("- **PriDe**"))
+    assert "above LP Full" not in pride and "Not comparable with LP Full" in pride and "(LP y)" in pride
+
+
+def test_rotation_mean_compared_on_same_items():
+    """Rot. mean is on the items probed under all five rotations; it is read against the published-order
+    accuracy on those same items (rotation_published, computed where Rot. mean is), not against Full, which
+    also counts items the rotations left out."""
+    from tcmqa.leaderboard import about
+    from tcmqa.leaderboard import board as board_lib
+    from tcmqa.schema import RESULTS
+
+    def item(item_id: str, pattern: list[int]) -> list[dict]:
+        return [
+            {
+                "item_id": item_id,
+                "answer_type": "multi",
+                "rotation": k,
+                "answer": ["A", "B"],
+                "prediction": [],
+                "correct": bool(right),
+                "letter_logprobs": dict.fromkeys(LETTERS, -1.6),
+                "lp_correct": False,
+            }
+            for k, right in enumerate(pattern)
+        ]
+
+    # x right under all five, y under four, z under none; w and v (one rotation each, right) are left out
+    rows = pd.DataFrame(
+        item("x", [1] * 5) + item("y", [0, 1, 1, 1, 1]) + item("z", [0] * 5) + item("w", [1]) + item("v", [1])
+    )
+    found = rotation.summarise(rows)
+    assert found["rotation_mean"] == pytest.approx(100 * 9 / 15)
+    assert found["rotation_published"] == pytest.approx(100 / 3)  # x only: y and z are wrong as published
+    full = 100 * rows.loc[rows["rotation"] == 0, "correct"].mean()  # 3 of 5: w and v count here
+    assert full == pytest.approx(60.0) and found["rotation_published"] != full
+    result = {name: None for name in RESULTS} | {"model": "org/m", "origin": "evaluated", "full": full, **found}
+    frame = board_lib.merge([result], "a" * 16)
+    assert frame.loc[frame["Model"] == "org/m", "Rot. mean"].iloc[0] == "60.00 (published 33.33)"
+    line = next(x for x in about.probes_markdown().splitlines() if x.startswith("- **Rot. mean**"))
+    assert "gap to Full" not in line and "published order on the same items" in line

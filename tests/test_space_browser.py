@@ -180,11 +180,17 @@ def test_the_board_shows_intervals_separation_marks_and_chosen_probe_columns(tmp
     second = first & (np.arange(len(ids)) % 6 != 0)  # 1/6 of first's right items lost: separated
     third = second.copy()
     third[:3] = ~third[:3]  # three items differ: not separated
-    memorised = {"circular": 41.2, "circular_drop": 20.8, "order_first": 3.1, "order_p": 2.4e-9}
+    cpu, gpu = 100 / 24, 100 / 120  # Order 1st's chance rate with 23 or 119 other orders
+    memorised = {"circular": 41.2, "circular_drop": 20.8, "order_first": 3.1, "order_chance": gpu, "order_p": 2.4e-9}
     runs = [
         ("org/岐黃-7B", "qwen2", first, memorised),
-        ("org/scholar-7b", "qwen2", second, {"circular": 38.6, "circular_drop": 13.2, "order_first": 0.9}),
-        ("org/scholar-7b-dpo", "qwen2", third, {"order_first": 0.8, "order_p": 0.61}),
+        (
+            "org/scholar-7b",
+            "qwen2",
+            second,
+            {"circular": 38.6, "circular_drop": 13.2, "order_first": 0.9, "order_chance": gpu},
+        ),
+        ("org/scholar-7b-dpo", "qwen2", third, {"order_first": 4.5, "order_chance": cpu, "order_p": 0.61}),
         ("org/imported-3b", "llama", None, {}),
     ]
     for i, (model, family, correct, probes) in enumerate(runs):
@@ -245,10 +251,13 @@ def test_the_board_shows_intervals_separation_marks_and_chosen_probe_columns(tmp
             expect(rows[3]["Model"]).to_have_text("org/imported-3b")
             expect(rows[0][FULL_CI]).to_have_text(re.compile(r"^\s*\d+\.\d–\d+\.\d\s*$"))
             expect(rows[0][SEPARATION]).to_have_text("")  # the best comparable row: nothing above
-            expect(rows[1][SEPARATION]).to_have_text(re.compile(r"^\s*p=\d"))  # separated from the first
-            expect(rows[2][SEPARATION]).to_have_text(re.compile(r"^\s*≈ \(p=[\d.]+\)\s*$"))  # three items differ
+            # each mark names the row it was tested against, the next better by Full
+            expect(rows[1][SEPARATION]).to_have_text(re.compile(r"^\s*≠ org/岐黃-7B \(p=\d"))  # separated from it
+            expect(rows[2][SEPARATION]).to_have_text(re.compile(r"^\s*≈ org/scholar-7b \(p=[\d.]+\)\s*$"))  # 3 differ
             expect(rows[3][SEPARATION]).to_have_text("")  # imported: no outputs
             expect(rows[0]["Order p"]).to_have_text(re.compile(r"e-0?9"))  # a p-value of 2.4e-9 is not 0
+            expect(rows[0]["Order 1st"]).to_have_text("3.10 (chance 0.83)")  # never without its chance rate
+            expect(rows[2]["Order 1st"]).to_have_text("4.50 (chance 4.17)")
             page.screenshot(path=SHOTS / "board-probes.png", full_page=True)
             browser.close()
     finally:

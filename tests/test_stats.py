@@ -77,7 +77,8 @@ def test_mcnemar_equals_statsmodels_exact(seed: int):
 
 
 def test_the_results_rows_binomial_interval_matches_resampling_items():
-    """results.interval draws the count right from Binomial(n, k/n): the interval item resampling gives."""
+    """results.interval takes the quantiles of Binomial(n, k/n) (the count right in a resample): the interval item
+    resampling gives."""
     import pandas as pd
 
     from tcmqa.results import interval

@@ -161,3 +161,17 @@ def test_local_folder_refusals(store: SQLiteStore, tmp_path: Path, kwargs: dict,
         validate(str(folder), "", user="local", api=FakeHub(), store=store, policy=LOCAL)
     with pytest.raises(Rejected, match=r"no config\.json"):
         validate(str(tmp_path), "", user="local", api=FakeHub(), store=store, policy=LOCAL)
+
+
+def test_fresh_release_date_from_the_hub_or_given_at_submission(store: SQLiteStore) -> None:
+    """'Fresh after release' needs the model's release date: the Hub repo's creation, or the submitter's."""
+    api = hub_models()
+    api.add_model("org/dated", created_at="2024-09-19T10:00:00Z")
+    accepted = validate("org/dated", "", user="local", api=api, store=store, policy=LOCAL)
+    assert accepted.meta()["released"] == "2024-09-19"
+    given = validate("org/dated", "", user="local", api=api, store=store, policy=LOCAL, released="2024-06-07")
+    job = enqueue(given, user="local", store=store, policy=LOCAL)
+    assert job.meta["released"] == "2024-06-07"
+    for bad, message in (("7 June 2024", "YYYY-MM-DD"), ("2999-01-01", "in the future"), ("\x00" * 50, "YYYY-MM-DD")):
+        with pytest.raises(Rejected, match=message):
+            validate("org/dated", "", user="local", api=api, store=store, policy=LOCAL, released=bad)

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from tcmqa.card import render_card
 from tcmqa.ingest import build_tables
+from tcmqa.outdir import replace_output
 from tcmqa.schema import FEATURES
 
 REPORT_NAME = "build_report.json"
@@ -34,11 +35,25 @@ def write_config(out: Path, config: str, rows: list[dict]) -> Path:
     return path
 
 
-def build(items: list[str], out: str | Path, platform_db: str | None = None, include_flagged: bool = False) -> dict:
-    """Build every config into ``out``; returns the report (also written to ``out/build_report.json``)."""
+def build(
+    items: list[str],
+    out: str | Path,
+    platform_db: str | None = None,
+    include_flagged: bool = False,
+    store: str | None = None,
+) -> dict:
+    """Build every config into ``out``; returns the report (also written to ``out/build_report.json``).
+
+    ``store``: the fresh pool's store, whose retired items join the corpus with their release and retired dates.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    tables, report = build_tables(items, platform_db, include_flagged)
+    retired = []
+    if store is not None:
+        from tcmqa.store import open_store  # the database driver only when a store is read
+
+        retired = open_store(store).retired_fresh_items()
+    tables, report = build_tables(items, platform_db, include_flagged, retired=retired)
     for config, rows in tables.items():
         write_config(out, config, rows)
     report_dict = report.to_dict()
@@ -56,7 +71,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="item records, JSONL or a JSON list (repeat for several files)",
     )
     parser.add_argument("--platform-db", metavar="PATH", help="the annotation platform's SQLite database")
-    parser.add_argument("--out", required=True, metavar="DIR", help="where to write the Hub repo tree")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="where to write the Hub repo tree: a new or empty folder; an earlier build there is replaced",
+    )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="the fresh pool's store (a SQLite directory or a database URL): its retired items join the corpus",
+    )
     parser.add_argument(
         "--include-flagged", action="store_true", help="keep items a practitioner flagged in the subset config"
     )
@@ -66,8 +91,9 @@ def main(args: argparse.Namespace) -> int:
     for path in [*args.items, *([args.platform_db] if args.platform_db else [])]:
         if not Path(path).is_file():
             raise SystemExit(f"tcmqa build: no such file: {path}")
+    replace_output(args.out, REPORT_NAME, (*FEATURES, "README.md", REPORT_NAME), "tcmqa build")
     start = time.perf_counter()
-    report = build(args.items, args.out, args.platform_db, args.include_flagged)
+    report = build(args.items, args.out, args.platform_db, args.include_flagged, args.store)
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items())
     print(f"built {args.out} in {time.perf_counter() - start:.1f}s: {counts}")
     for reason, n in report["dropped_by_reason"].items():

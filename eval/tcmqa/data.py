@@ -17,7 +17,8 @@ def load_config(data: str | Path, config: str, revision: str | None = None) -> d
     A local tree's Parquet files are read as they are, in memory. ``load_dataset`` on a local folder
     caches what it built under the folder's name and card, not its files (datasets 5.2), so a tree
     rebuilt in place, or another tree of the same name, would be served stale rows. The features come
-    from the files' schema metadata, which ``tcmqa build`` writes from ``tcmqa.schema``.
+    from the files' schema metadata, which ``tcmqa build`` writes from ``tcmqa.schema``. Files written
+    before a column was added lack it and read as null there, as ``load_dataset`` reads them from the Hub.
     """
     path = Path(data).expanduser()
     if path.exists():
@@ -26,7 +27,7 @@ def load_config(data: str | Path, config: str, revision: str | None = None) -> d
         files = sorted((path / config).glob("*.parquet"))
         if not files:
             raise ValueError(f"{data} has no '{config}' config (no {config}/*.parquet). Rebuild it with `tcmqa build`.")
-        return datasets.Dataset(pa.concat_tables(pq.read_table(f) for f in files))
+        return datasets.Dataset(pa.concat_tables([pq.read_table(f) for f in files], promote_options="default"))
     try:
         return datasets.load_dataset(str(data), config, split=SPLIT, revision=revision)
     except ValueError as err:

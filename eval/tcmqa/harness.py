@@ -34,8 +34,13 @@ from tcmqa import flags, prompts
 from tcmqa import outputs as outputs_mod
 from tcmqa.engines import DTYPES, ENGINES, Engine, check_options, load_engine
 from tcmqa.engines.base import Prompt
+from tcmqa.fresh.hidden import HiddenPool, read_pool
+from tcmqa.fresh.scores import release_date
 from tcmqa.models import count_parameters
 from tcmqa.outputs import MANIFEST
+from tcmqa.probes.run import ProbeConfig, format_probes, run_probes
+from tcmqa.results import results_row
+from tcmqa.runs import EXIT_TRANSIENT, chunked, data_fingerprint, is_transient
 from tcmqa.schema import HUB_ID, RESULT_COLUMNS
 
 logger = logging.getLogger(__name__)
@@ -104,6 +109,25 @@ class EvalConfig:
             "same engine load"
         },
     )
+    pool: Path | None = field(
+        default=None,
+        metadata={
+            "help": "the hidden pool (hidden/pool.json, written by the worker from its store): evaluated after the "
+            "public items in the same engine load, its outputs under OUT/hidden (never recorded as parts, never "
+            "published); fills the fresh columns",
+            "metavar": "FILE",
+        },
+    )
+    pool_only: bool = field(
+        default=False,
+        metadata={
+            "help": "a back-fill: evaluate only --pool; OUT/outputs already holds the model's recorded public outputs"
+        },
+    )
+    released: str | None = field(
+        default=None,
+        metadata={"help": "the model's release date (YYYY-MM-DD): 'Fresh after release' counts pool items after it"},
+    )
     name: str | None = field(
         default=None, metadata={"help": "model name in the rows (default: the Hub id, or a local folder's name)"}
     )
@@ -114,6 +138,12 @@ class EvalConfig:
         self.data = str(self.data)
         self.out = None if self.out is None else Path(self.out)
         self.chat_template = None if self.chat_template is None else Path(self.chat_template)
+        self.pool = None if self.pool is None else Path(self.pool)
+        self.released = release_date(self.released)
+        if self.pool_only and self.pool is None:
+            raise ValueError("--pool-only evaluates the hidden pool: give it with --pool FILE")
+        if self.pool is not None and self.shard is not None:
+            raise ValueError("--pool evaluates the whole pool in one run; `tcmqa merge` joins no pool: drop --shard")
         self.engine_args = dict(self.engine_args or {})
         flags.refuse_credentials(self.engine_args)  # the results row publishes every engine arg
         if self.shard is not None:
@@ -230,20 +260,6 @@ def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any, list[di
     if not items:
         raise SystemExit(f"no items to evaluate in {config.data} (after --subset-only/--limit)")
     return items, subset, scorable
-
-
-def data_fingerprint(items: list[dict[str, Any]]) -> str:
-    """Hash of what the model is asked and scored against, in order.
-
-    The results row carries the fingerprint of the whole scorable corpus (every unflagged item), so a
-    --limit run and a full run on the same data share it; the run manifest carries that of the items
-    this run evaluates, so that --resume continues only the same selection.
-    """
-    digest = hashlib.sha256()
-    for item in items:
-        fields = [item["id"], item["question"], item["options"], item["answer"], item["answer_type"]]
-        digest.update(json.dumps(fields, ensure_ascii=False, sort_keys=True).encode())
-    return digest.hexdigest()[:16]
 
 
 def data_facts(config: EvalConfig, scorable: list[dict[str, Any]]) -> dict[str, Any]:
@@ -394,8 +410,6 @@ def run_manifest(
 
 def run_facts(engine: Engine, config: EvalConfig) -> dict[str, Any]:
     """What the results row says about the model and the engine (everything but the data and the rows)."""
-    from tcmqa.results import results_row
-
     described = engine.describe()
     accepted = inspect.signature(results_row).parameters
     facts = {key: value for key, value in described.items() if key in accepted}  # engine, version, dtype, ...
@@ -437,15 +451,19 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
                 f"asks for ({engine_options(config)})"
             )
     chunk = chunk_size(config, engine, out)
-    manifest = run_manifest(config, engine, selection, items, chunk)
-    check_out_dir(out, manifest, config.resume)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
-
-    chunks = [items[start : start + chunk] for start in range(0, len(items), chunk)]
-    generated = generate_parts(engine, chunks, out, name, watch)
+    pool = read_pool(config.pool) if config.pool is not None else None
+    generated = 0
+    if not config.pool_only:  # a back-fill's public parts are the model's recorded run (summarise checks them)
+        manifest = run_manifest(config, engine, selection, items, chunk)
+        check_out_dir(out, manifest, config.resume)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
+        generated = generate_parts(engine, chunked(items, chunk), out, name, watch)
+    if pool is not None and pool.items:  # after the public items, in the same engine load
+        generated += generate_parts(engine, chunked(pool.items, chunk), pool.outputs_dir(out), f"{name} pool", watch)
     with watch("write"):
-        results = summarise(out, items, subset, {**run_facts(engine, config), **data_facts(config, scorable)})
+        facts = {**run_facts(engine, config), **data_facts(config, scorable)}
+        results = summarise(out, items, subset, facts, pool, config.released)
     return Report(results, out, generated, dict(watch.seconds))
 
 
@@ -486,17 +504,26 @@ def generate_parts(engine: Engine, chunks: list[list[dict[str, Any]]], out: Path
     return generated
 
 
-def summarise(out: Path, items: list[dict[str, Any]], subset: Any, facts: dict[str, Any]) -> dict[str, Any]:
+def summarise(
+    out: Path,
+    items: list[dict[str, Any]],
+    subset: Any,
+    facts: dict[str, Any],
+    pool: HiddenPool | None = None,
+    released: str | None = None,
+) -> dict[str, Any]:
     """Check the run folder holds exactly one row per item in order, then write its results row.
 
     ``facts`` are the row's keywords beyond the output rows (:func:`run_facts` and :func:`data_facts`).
-    ``tcmqa eval`` and ``tcmqa merge`` both end here, so a merged run's row is an unsharded run's.
+    ``tcmqa eval`` and ``tcmqa merge`` both end here, so a merged run's row is an unsharded run's. With a
+    ``pool`` its output rows (the run's hidden part) fill the fresh columns.
     """
-    from tcmqa.results import results_row
-
     frame = outputs_mod.read_outputs(out)
     if frame["item_id"].tolist() != [item["id"] for item in items]:
         raise RuntimeError(f"{out} does not hold exactly one row per item in order; rerun into an empty --out")
+    if pool is not None and pool.items:
+        hidden = outputs_mod.read_outputs(pool.outputs_dir(out))
+        facts = {**facts, "pool": pool, "pool_outputs": hidden, "released": released}
     results = results_row(frame, subset, **facts)
     (out / outputs_mod.RESULTS_FILE).write_text(json.dumps(results, ensure_ascii=False, indent=1))
     return results
@@ -510,22 +537,6 @@ def format_row(results: dict[str, Any]) -> str:
     labels = [c.label for c in columns]
     widths = [max(len(label), len(cell)) for label, cell in zip(labels, cells)]
     return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in (labels, cells))
-
-
-EXIT_TRANSIENT = 75  # sysexits' EX_TEMPFAIL: the run failed for a passing cause (Hub or network down); retry later
-_NETWORK_ERRORS = {"ConnectError", "ConnectTimeout", "ReadTimeout", "RemoteProtocolError", "ProxyError"}
-
-
-def is_transient(err: BaseException | None) -> bool:
-    """Whether ``err`` or what caused it is the network or the Hub being down (429 or 5xx), not the model's fault."""
-    while err is not None:
-        if isinstance(err, (ConnectionError, TimeoutError)) or type(err).__name__ in _NETWORK_ERRORS:
-            return True
-        status = getattr(getattr(err, "response", None), "status_code", None)
-        if isinstance(status, int) and (status == 429 or status >= 500):
-            return True
-        err = err.__cause__ or err.__context__
-    return False
 
 
 def main(args: argparse.Namespace) -> int:
@@ -550,8 +561,6 @@ def _main(args: argparse.Namespace) -> int:
             return 0
         print(format_row(report.results))
         if engine is not None:
-            from tcmqa.probes.run import ProbeConfig, format_probes, run_probes
-
             print(format_probes(run_probes(ProbeConfig(report.out, chat_template=config.chat_template), engine)))
     finally:
         if engine is not None:

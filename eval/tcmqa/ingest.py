@@ -141,6 +141,8 @@ def clean_item(record: dict) -> dict:
         "source": _text(record.get("source")) or None,
         "domains": [],
         "flagged": False,
+        "release_date": None,  # an exam item was never a hidden fresh one
+        "retired_date": None,
     }
 
 
@@ -401,10 +403,23 @@ def build_tables(
     platform_db: str | os.PathLike | None = None,
     include_flagged: bool = False,
     pseudonym_key: str | None = None,
+    retired: Iterable[dict] = (),
 ) -> tuple[dict[str, list[dict]], BuildReport]:
-    """Raw sources -> rows of every data config, and the report of what was dropped."""
+    """Raw sources -> rows of every data config, and the report of what was dropped.
+
+    ``retired``: fresh items made public (``Store.retired_fresh_items``, corpus rows with their
+    ``release_date`` and ``retired_date``), added after the exam items; one whose id is taken is dropped.
+    """
     report = BuildReport()
     corpus = filter_items(read_item_records(items, report), report)
+    taken, fresh = {item["id"] for item in corpus}, 0
+    for row in retired:
+        if row["id"] in taken:
+            report.drop("fresh", row["id"], "duplicate_id", "id already used by an exam item")
+            continue
+        taken.add(row["id"])
+        fresh += 1
+        corpus.append({**row, "domains": list(row["domains"]), "flagged": False})
     tables: dict[str, list[dict]] = {"corpus": corpus}
     raters = None
     if platform_db is not None:
@@ -433,6 +448,7 @@ def build_tables(
             "dropped": len(report.dropped),
             "flagged_items": sum(i["flagged"] for i in corpus),
             **({} if raters is None else {"raters_per_item": raters["raters"]}),
+            **({"fresh_items": fresh} if fresh else {}),
         }
     )
     return tables, report

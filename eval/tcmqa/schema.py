@@ -70,6 +70,10 @@ CORPUS = datasets.Features(
         "source": _str,
         "domains": datasets.List(_str),  # union of the raters' domain keys; [] if unrated
         "flagged": datasets.Value("bool"),  # any practitioner flagged it: excluded from results
+        # a retired fresh item (tcmqa.store.pool): the ISO dates it was accepted (hidden) and made public;
+        # null for the exam items
+        "release_date": _str,
+        "retired_date": _str,
     }
 )
 
@@ -177,6 +181,9 @@ class ResultColumn:
     board: bool = True  # offered on the board at all
     cli: bool = False  # in the row ``tcmqa eval`` prints
     doc: str = ""
+    # (field, word): what the value means nothing without, on the same items; the board shows it in the
+    # value's own cell, "6.47 (chance 4.17)", so no choice of columns, sort or filter shows the value alone
+    read_against: tuple[str, str] | None = None
 
 
 RESULT_COLUMNS: tuple[ResultColumn, ...] = (
@@ -229,6 +236,86 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         cli=True,
         doc="mean margin when right minus when wrong, nats (Appendix B)",
     ),
+    # Fresh items (tcmqa.fresh): the hidden pool practitioners write and review, evaluated after the public items
+    # in the same run (or by a back-fill when the pool grows); null on a row run without a pool.
+    ResultColumn(
+        "fresh",
+        "Fresh",
+        "float32",
+        True,
+        shown=True,
+        cli=True,
+        doc="exact match on the hidden pool's accepted items (never published, so never memorised), percent",
+    ),
+    ResultColumn(
+        "public_minus_fresh",
+        "Public − Fresh",
+        "float32",
+        False,
+        shown=True,
+        doc="Full minus Fresh, points: the same model on the public items and on never-published ones",
+    ),
+    ResultColumn(
+        "fresh_gap",
+        "Gap vs human",
+        "float32",
+        False,
+        shown=True,
+        doc="the model's public − fresh gap minus the practitioners' own (subset items against pool items with a "
+        "blind-answer reference), points; a harder pool widens both gaps alike",
+    ),
+    ResultColumn(
+        "fresh_after_release",
+        "Fresh after release",
+        "float32",
+        True,
+        doc="Fresh on the pool items released (accepted) after the model's release date, percent",
+    ),
+    ResultColumn(
+        "pool_version",
+        "Pool version",
+        "string",
+        doc="the hidden pool the fresh columns are on (digest of its accepted items): rows compare on one version",
+    ),
+    ResultColumn("fresh_ci_low", "Fresh CI low", "float32", board=False, doc="95% bootstrap interval of Fresh, lower"),
+    ResultColumn(
+        "fresh_ci_high", "Fresh CI high", "float32", board=False, doc="95% bootstrap interval of Fresh, upper"
+    ),
+    ResultColumn("n_fresh", "Fresh items", "int32", board=False, doc="pool items evaluated"),
+    ResultColumn(
+        "fresh_gap_low", "Gap CI low", "float32", board=False, doc="95% normal interval of Gap vs human, lower"
+    ),
+    ResultColumn(
+        "fresh_gap_high", "Gap CI high", "float32", board=False, doc="95% normal interval of Gap vs human, upper"
+    ),
+    ResultColumn(
+        "fresh_gap_marked",
+        "Gap marked",
+        "bool",
+        board=False,
+        doc="the interval of Gap vs human lies above 0: the model gains on public items more than practitioners do",
+    ),
+    ResultColumn(
+        "human_fresh",
+        "Human fresh",
+        "float32",
+        board=False,
+        doc="practitioners' majority of blind answers correct on the evaluated pool items, percent",
+    ),
+    ResultColumn(
+        "n_fresh_after_release",
+        "Fresh after release items",
+        "int32",
+        board=False,
+        doc="pool items released after the model's release date",
+    ),
+    ResultColumn(
+        "model_released",
+        "Model released",
+        "string",
+        board=False,
+        doc="the model's release date (YYYY-MM-DD): from the Hub (created) or given at submission",
+    ),
     # Probes (tcmqa.probes): null until `tcmqa probe` (or `tcmqa eval --probes`) has run on the row's run.
     ResultColumn(
         "circular",
@@ -238,7 +325,20 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         doc="CircularEval: exact match under all five cyclic rotations of the options, percent of the probed items",
     ),
     ResultColumn(
-        "rotation_mean", "Rot. mean", "float32", True, doc="exact match averaged over the five rotations, percent"
+        "rotation_mean",
+        "Rot. mean",
+        "float32",
+        True,
+        doc="exact match averaged over the five rotations, percent of the probed items",
+        read_against=("rotation_published", "published"),
+    ),
+    ResultColumn(
+        "rotation_published",
+        "Rot. published",
+        "float32",
+        True,
+        board=False,
+        doc="exact match in the published order on the items probed under the five rotations, percent",
     ),
     ResultColumn(
         "circular_drop",
@@ -261,6 +361,15 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         True,
         doc="log-prob channel accuracy after PriDe removes the letter prior estimated under rotations, percent "
         "of the single-answer probed items left after estimation",
+        read_against=("pride_lp", "LP"),
+    ),
+    ResultColumn(
+        "pride_lp",
+        "PriDe LP",
+        "float32",
+        True,
+        board=False,
+        doc="log-prob channel accuracy with the letter prior left in, on the items PriDe is scored on, percent",
     ),
     ResultColumn("n_rotation", "Rotated items", "int32", board=False, doc="items probed under the five rotations"),
     ResultColumn(
@@ -268,6 +377,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "Order 1st",
         "float32",
         doc="memorisation: share of tested items whose published option order is the most likely, percent",
+        read_against=("order_chance", "chance"),
     ),
     ResultColumn(
         "order_chance",
@@ -345,7 +455,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "Data fingerprint",
         "string",
         doc="fingerprint of the whole scorable corpus the items were drawn from (every unflagged item, "
-        "tcmqa.harness.data_fingerprint): a --limit run and a full run on the same data share it",
+        "tcmqa.runs.data_fingerprint): a --limit run and a full run on the same data share it",
     ),
     ResultColumn("data", "Data", "string", doc="the dataset it ran on: a Hub dataset id or a built tree's path"),
     ResultColumn(

@@ -17,7 +17,7 @@ Failures are transient or permanent. Transient ones are not the submitter's faul
 the job goes back to PENDING and waits a backoff (``retry_backoff_s``, doubling per retry up to an hour),
 and the submission counts once against the rate limit however often it is retried. They are: the harness
 exiting with ``EXIT_TRANSIENT`` (75, EX_TEMPFAIL: the harness saw the Hub or the network fail, see
-:func:`tcmqa.harness.is_transient`), the harness stopped by SIGTERM, SIGINT or SIGHUP (a preempted machine),
+:func:`tcmqa.runs.is_transient`), the harness stopped by SIGTERM, SIGINT or SIGHUP (a preempted machine),
 and this worker being stopped by SIGTERM (it releases its job before it exits). Everything else is
 permanent and the job is FAILED with the log's tail: a model that does not load, a chat-template error,
 a results row that does not validate, a timeout. A worker that dies without a word (SIGKILL) cannot
@@ -56,19 +56,23 @@ from typing import Any
 
 import pyarrow as pa
 
-from tcmqa import flags
+from tcmqa import flags, variables
 from tcmqa.engines import DTYPES, ENGINES
-from tcmqa.harness import EXIT_TRANSIENT
+from tcmqa.fresh.backfill import queue_backfills
+from tcmqa.fresh.hidden import write_pool
+from tcmqa.fresh.scores import FRESH_COLUMNS
 from tcmqa.outputs import MANIFEST as RUN_MANIFEST
-from tcmqa.outputs import part_files
+from tcmqa.outputs import OUTPUTS_DIR, part_files
+from tcmqa.runs import EXIT_TRANSIENT
 from tcmqa.schema import HUB_ID, RESULTS
-from tcmqa.store import FAILED, FINISHED, RUNNING, Job, Store, open_store
+from tcmqa.store import BACKFILL, FAILED, FINISHED, RUNNING, Job, Store, open_store
 
 STORE_VARIABLE = "TCMQA_STORE"  # how a worker's children are given the store URL (it may hold a password)
 READ_TOKEN_VARIABLE = "TCMQA_HF_READ_TOKEN"  # a read-only Hub token, given to the harness for gated models only
 CHILD_ENV_VARIABLE = "TCMQA_CHILD_ENV"  # the operator's additions to the harness's environment: NAME,PREFIX*,...
-# The harness's environment is an allow-list (it loads untrusted model files): what an evaluation on a GPU needs,
-# less anything that looks like a credential (flags.looks_secret) and the project's own secrets.
+# The harness's environment is an allow-list by name (it loads untrusted model files): what an evaluation on a GPU
+# needs, and of the project's own only what the harness reads (tcmqa.variables), less anything whose name or value
+# looks like a credential (flags.looks_secret) and the never-list below.
 _CHILD_NAMES = frozenset(
     {
         *("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP"),
@@ -76,15 +80,16 @@ _CHILD_NAMES = frozenset(
         *("HF_HOME", "HF_ENDPOINT", "TOKENIZERS_PARALLELISM"),
         *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),  # a site's own CA
         *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy"),
+        *variables.harness_names(),
     }
 )
 _CHILD_PREFIXES = (
-    *("LC_", "PYTHON", "TCMQA_", "HF_HUB_", "HF_DATASETS_", "HF_XET_", "TRANSFORMERS_"),
+    *("LC_", "PYTHON", "HF_HUB_", "HF_DATASETS_", "HF_XET_", "TRANSFORMERS_"),
     *("CUDA_", "NVIDIA_", "NCCL_", "HIP_", "ROCR_", "ROCM_", "VLLM_", "TORCH", "PYTORCH_", "TRITON_"),
     *("OMP_", "KMP_", "MKL_", "OPENBLAS_"),
 )
-# never passed, whatever the lists say: the store, the read token (given as HF_TOKEN to gated models only),
-# the practitioners' pseudonym key, and credentials by another name
+# never passed, whatever the lists (and TCMQA_CHILD_ENV) say: the store, the read token (given as HF_TOKEN to
+# gated models only), the practitioners' pseudonym key, and credentials by another name
 _CHILD_SECRETS = frozenset(
     {STORE_VARIABLE, READ_TOKEN_VARIABLE, "TCMQA_PSEUDONYM_KEY", "DATABASE_URL", "PGPASSWORD", "PGPASSFILE"}
 )
@@ -209,13 +214,17 @@ def run_folder(runs: Path, job: Job) -> Path:
     return runs / f"{re.sub(r'[^A-Za-z0-9._-]+', '--', job.model)[-80:]}-{key}"
 
 
-def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
+def harness_command(cfg: WorkerConfig, job: Job, out: Path, pool: Path | None = None) -> list[str]:
     """The child's argv: the command template with this job's values, then the job's flags.
 
     A Hub model is pinned with ``--revision``; a local folder (local mode) has no commits, so its
-    fingerprint stays in the store and the folder path is passed as the model.
+    fingerprint stays in the store and the folder path is passed as the model. ``pool``: the hidden pool's
+    file in the run folder (:func:`hand_pool`). A back-fill evaluates only the pool, with the engine, dtype
+    and engine args its row recorded (``settings`` in its meta), no probes and no limit.
     """
     path = job.meta.get("path")
+    backfill = job.kind == BACKFILL
+    settings = job.meta.get("settings") or {}
     values = {"python": sys.executable, "model": path or job.model, "data": cfg.data, "out": str(out)}
     argv = [token.format(**values) for token in shlex.split(cfg.command)]
     if not path:
@@ -223,17 +232,43 @@ def harness_command(cfg: WorkerConfig, job: Job, out: Path) -> list[str]:
     argv += ["--name", job.model]
     if job.meta.get("family"):
         argv += ["--family", job.meta["family"]]
-    if cfg.engine:
-        argv += ["--engine", cfg.engine]
-    if cfg.dtype:
-        argv += ["--dtype", cfg.dtype]
-    if cfg.limit:
+    if settings.get("engine") or cfg.engine:
+        argv += ["--engine", settings.get("engine") or cfg.engine]
+    if settings.get("dtype") or cfg.dtype:
+        argv += ["--dtype", settings.get("dtype") or cfg.dtype]
+    if cfg.limit and not backfill:
         argv += ["--limit", str(cfg.limit)]
-    if not cfg.skip_probes:
+    if pool is not None:
+        argv += ["--pool", str(pool)] + (["--pool-only"] if backfill else [])
+    if job.meta.get("released"):
+        argv += ["--released", job.meta["released"]]
+    if not cfg.skip_probes and not backfill:
         argv.append("--probes")
-    for key, value in cfg.engine_args.items():
+    for key, value in settings.get("engine_args", cfg.engine_args).items():
         argv += ["--engine-arg", flags.format_key_value(key, value)]
     return argv
+
+
+def hand_pool(store: Store, run_dir: Path) -> Path | None:
+    """Write the store's accepted pool into ``run_dir``'s hidden part for the harness; None when it is empty.
+
+    The harness reads the pool from here, never from the Hub; nothing under ``hidden/`` is recorded as a part
+    or published (``tcmqa.fresh.hidden``).
+    """
+    items = store.accepted_fresh_items()
+    if not items:
+        return None
+    return write_pool(run_dir, store.fresh_pool_version(), items, store.fresh_reference())
+
+
+def restore_public_parts(store: Store, job_id: str, run_dir: Path) -> None:
+    """Put the finished job's recorded public output parts into ``run_dir`` (a back-fill's Public − Fresh and gap
+    are computed against them): the store is the record, whatever an earlier run left in the folder."""
+    outputs = run_dir / OUTPUTS_DIR
+    shutil.rmtree(outputs, ignore_errors=True)
+    outputs.mkdir(parents=True)
+    for part in store.outputs_files(job_id):
+        shutil.copyfile(part, outputs / part.name)
 
 
 def die_with_parent() -> None:
@@ -288,10 +323,11 @@ def child_env(job: Job, hub_cache: Path, environ: Mapping[str, str] | None = Non
     ``os.environ``), since the harness loads untrusted model files.
 
     Passed: the names and prefixes of ``_CHILD_NAMES``/``_CHILD_PREFIXES`` (locale, paths, the Hub's and the
-    engines' settings, the GPU's) and those the operator lists in ``TCMQA_CHILD_ENV`` (``NAME`` or ``PREFIX*``),
-    each unless it looks like a credential. Never: the store URL, ``HF_TOKEN`` (the Space's is write-scoped; nor
-    the token file under ``HF_HOME``), the pseudonym key. A gated model gets the read-only
-    ``TCMQA_HF_READ_TOKEN`` as its ``HF_TOKEN``.
+    engines' settings, the GPU's, the ``TCMQA_`` variables the harness reads) and those the operator lists in
+    ``TCMQA_CHILD_ENV`` (``NAME`` or ``PREFIX*``), each unless its name or value looks like a credential
+    (:func:`tcmqa.flags.looks_secret`: ``HF_HUB_ACCESSTOKEN``, ``TCMQA_DBPASSWORD``, an ``HF_ENDPOINT`` with
+    ``?password=``). Never: the store URL, ``HF_TOKEN`` (the Space's is write-scoped; nor the token file under
+    ``HF_HOME``), the pseudonym key. A gated model gets the read-only ``TCMQA_HF_READ_TOKEN`` as its ``HF_TOKEN``.
     """
     environ = os.environ if environ is None else environ
     extra = [p.strip() for p in environ.get(CHILD_ENV_VARIABLE, "").split(",") if p.strip()]
@@ -316,7 +352,7 @@ def _tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
         return ""
     with path.open("rb") as f:
         f.seek(max(0, path.stat().st_size - chars))
-        return f.read().decode("utf-8", "replace")
+        return flags.redact(f.read().decode("utf-8", "replace"))  # the tail is shown in the Queue tab
 
 
 def _progress(log: Path) -> str:
@@ -334,12 +370,22 @@ def _results_row(run_dir: Path, job: Job) -> dict[str, Any]:
     if set(row) != set(RESULTS):
         raise ValueError(f"its columns differ from the results schema: {sorted(set(row) ^ set(RESULTS))}")
     pa.Table.from_pylist([row], schema=RESULTS.arrow_schema)  # every value has its column's type
+    # the row is published: engine args with a credential in them (a harness of the operator's own, a model's
+    # code that rewrote the file) fail the job, by the rule that refused them on the way in
+    flags.refuse_credentials({"engine_args": _json_or_text(row.get("engine_args"))})
     if row.get("revision") != job.revision:
         raise ValueError(
             f"the harness evaluated revision {row.get('revision')}, but the submission pinned "
             f"{job.revision}: the model changed after it was submitted; resubmit it"
         )
     return {**row, "model": job.model, "origin": "evaluated", "protocol": job.protocol}
+
+
+def _json_or_text(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return text
 
 
 def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
@@ -352,7 +398,13 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     resume = (run_dir / RUN_MANIFEST).exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "harness.log"
-    argv = harness_command(cfg, job, run_dir) + (["--resume"] if resume else [])
+    pool = hand_pool(store, run_dir)
+    if job.kind == BACKFILL:
+        if pool is None:
+            store.fail(job, "nothing to back-fill: the hidden pool holds no accepted item now")
+            return "FAILED"
+        restore_public_parts(store, job.meta["of"], run_dir)
+    argv = harness_command(cfg, job, run_dir, pool) + (["--resume"] if resume else [])
     if not job.meta.get("path"):  # most recently used: evicted last
         hub_cache_folder(cfg.models_cache, job.model).mkdir(parents=True, exist_ok=True)
         os.utime(hub_cache_folder(cfg.models_cache, job.model))
@@ -388,7 +440,10 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     except (OSError, ValueError, IndexError, TypeError, pa.ArrowException) as err:
         store.fail(job, f"the harness wrote no valid results.json ({err})", _tail(log))
         return "FAILED"
-    finished = store.finish(job, row, part_files(run_dir), probe_parts(run_dir))
+    if job.kind == BACKFILL:  # the pool's columns go into the row it back-fills
+        finished = store.finish_backfill(job, {name: row[name] for name in FRESH_COLUMNS})
+    else:
+        finished = store.finish(job, row, part_files(run_dir), probe_parts(run_dir))
     return "FINISHED" if finished else "ABANDONED"
 
 
@@ -514,6 +569,7 @@ def work(store: Store, cfg: WorkerConfig, name: str, once: bool = False) -> int:
         try:
             for job in store.requeue_stale(cfg.stale_after_s, cfg.max_attempts):
                 logger.warning("[%s] %s %s: %s", name, job.id, job.status, job.reason or job.progress)
+            queue_backfills(store)  # the pool changed: every comparable row gets a back-fill, below submissions
             job = store.claim(name)
             if job is None:
                 if once and not store.waiting():

@@ -1,4 +1,5 @@
-"""The About tab's section on the probe and uncertainty columns, built from their declarations.
+"""The About tab: the protocol, the departures from the paper, links and citation (``ABOUT``), and its
+section on the probe, uncertainty and fresh columns, built from their declarations.
 
 What a column *is* is said once, in its declaration (``tcmqa.schema.RESULT_COLUMNS`` docs, and
 ``board.DERIVED`` for the columns the board derives); this module adds what it can and cannot show,
@@ -7,8 +8,56 @@ so the About text follows the board when a column's meaning changes.
 
 from __future__ import annotations
 
-from tcmqa.leaderboard.board import DEFAULT_COLUMNS, DERIVED
-from tcmqa.schema import RESULT_COLUMNS
+from tcmqa.fresh.gap import MIN_POOL
+from tcmqa.leaderboard.board import (
+    DEFAULT_COLUMNS,
+    DERIVED,
+    FRESH_CI,
+    FULL_CI,
+    GAP_CI,
+    HUMAN_SUBSET,
+    SEPARATION,
+    SUBSET_CI,
+)
+from tcmqa.schema import CITATION, HOMEPAGE, RESULT_COLUMNS
+
+ABOUT = """
+## Protocol ({protocol})
+Each model answers every item once: its own chat template with thinking disabled, greedy decoding
+(temperature 0), 16 new tokens. Two predictions come from that one generation: the letters A–E found
+in the text after NFKC normalisation (exact match on the answer set: **Full**, **Single**, **Multi**,
+**Subset**), and the argmax over A–E of the first token's log-probs, read by token id for all five
+letters (**LP Full**). Multi-answer items also get precision/recall/F1. **Δ human** is Subset minus the
+practitioners' majority vote ({human}). Rows marked *reported* are the paper's Table 4; *evaluated*
+rows were run by this Space.
+
+## Departures from the paper
+*Evaluated* rows are scored with three departures from the paper's Section 2.3 (*reported* rows are
+the paper's own numbers):
+
+- **(a) Letter scan.** The text is NFKC-normalised before the scan, so full-width `Ｂ` or circled `Ⓑ`
+  counts as `B`; the paper scans the raw text. Effect: Full, Single, Multi, Subset and Multi P/R/F1
+  change only for a model whose text holds such characters. The paper's behaviour: re-score
+  `generated_text` in the `outputs` config with the metric's `parser="paper"`.
+- **(b) Letter log-probs.** All five letters are read by token id, each summed (log-sum-exp) over its
+  single-token spellings; the paper takes the engine's top-k log-probs and sets letters outside them to
+  −∞. Effect: LP Full can differ, and margins are always finite here, so **Conf. gap** is not comparable
+  with the paper's. The paper's behaviour cannot be recovered from the stored `letter_logprobs`: it
+  needs a re-run with the engine returning its top-k log-probs.
+- **(c) Empty predictions.** An answer with no letter scores precision 0 in Multi P/R/F1; the paper's
+  Table 5 reads as if such answers were left out of precision. Effect: multi-answer precision is lower
+  here when a model gives empty answers. The paper's behaviour: drop rows with an empty `prediction`
+  before averaging `precision`, or score with the metric's `empty_precision=None`.
+
+{probes}
+## Links
+- Dataset: [{homepage}]({homepage}) (configs `corpus`, `responses`, `subset`, `outputs`, `results`)
+- Metric: `evaluate.load("tcmqa_metric")` — exact match over answer sets, P/R/F1
+
+## Citation
+```bibtex
+{citation}```
+"""
 
 # (section title, its lead, {results field or derived label: what the column can and cannot show})
 SECTIONS: tuple[tuple[str, str, dict[str, str]], ...] = (
@@ -17,16 +66,19 @@ SECTIONS: tuple[tuple[str, str, dict[str, str]], ...] = (
         "Each item asked again under the four other cyclic rotations of its options (`tcmqa probe`); "
         "null until that probe has run on the row's run.",
         {
-            "circular": "Robustness to the option order, not knowledge: it is lower than Full for any model whose "
-            "answers move with the letters.",
-            "rotation_mean": "What Full would be with the options shuffled; its gap to Full is what the published "
-            "order gives or takes.",
+            "circular": "Robustness to the option order, not knowledge: it is lower than the published order's "
+            "accuracy on the same items for any model whose answers move with the letters.",
+            "rotation_mean": "What the accuracy on these items would be with the options shuffled; its gap to the "
+            "published order on the same items is what that order gives or takes. Not comparable with Full, which "
+            "is on every item, not on these.",
             "circular_drop": "Sensitivity to option order, not knowledge: a large drop says answers follow the "
             "letters; a small drop does not say the answers are right.",
             "recall_std": "Letter preference (selection bias), descriptive, with no test: near 0 means no letter is "
             "favoured, not that the answers are right.",
-            "pride": "The log-prob channel with the model's letter prior divided out: above LP Full, the prior cost "
-            "accuracy. It is scored on the items left after estimating the prior, not on all items as LP Full is.",
+            "pride": "The log-prob channel with the model's letter prior divided out: above the same channel on "
+            "the same items, the prior cost accuracy. Not comparable with LP Full, which also counts the "
+            "multi-answer items the log-prob channel always misses: LP Full can be far below PriDe with no letter "
+            "prior at all.",
         },
     ),
     (
@@ -66,24 +118,61 @@ SECTIONS: tuple[tuple[str, str, dict[str, str]], ...] = (
         "Uncertainty",
         "On evaluated rows only: the paper's rows and the practitioners' reference carry no intervals or marks.",
         {
-            "Full 95% CI": "Item resampling, not model sampling: how far Full would move on another draw of items "
+            FULL_CI: "Item resampling, not model sampling: how far Full would move on another draw of items "
             "like these. Decoding is greedy, so the model's run-to-run variation, the prompt and the corpus are "
             "not in it. Overlapping intervals do not mean a tie: both models answered the same items, which the "
             "separation mark uses.",
-            "Subset 95% CI": "The same on the practitioners' subset (fewer items, wider).",
-            "≈ above": "Null: the two models have the same accuracy on these items. '≈' is not evidence that they "
-            "are equal, and no '≈' does not say the difference matters or holds on other items; only adjacent rows "
-            "are tested, each at 5%, with no correction for the many pairs. Rows without recorded outputs are not "
-            "tested.",
+            SUBSET_CI: "The same on the practitioners' subset: fewer items, so wider.",
+            SEPARATION: "Null: the two models have the same accuracy on these items. '≈' is not evidence that they "
+            "are equal, and '≠' does not say the difference matters or holds on other items; only each row and the "
+            "next better by Full are tested, each at 5%, with no correction for the many pairs. Sorted by another "
+            "column or filtered, the row shown above may not be the one named. Rows without recorded outputs are "
+            "not tested.",
+        },
+    ),
+    (
+        "Fresh items (the hidden pool)",
+        "Items licensed practitioners write in the Practitioners tab, each answered blind and accepted by two "
+        "reviewers, then kept hidden: never on the Hub, in the explorer, a model page or an export. Every job "
+        "evaluates them after the public items, under protocol v1; when the pool grows, every comparable row is "
+        "evaluated on it again (a back-fill, queued below submissions). The fresh columns are shown once the pool "
+        f"holds {MIN_POOL} accepted items. The practitioners' reference row shows, under Fresh, their own blind "
+        "answers' accuracy on the pool, beside their Subset.",
+        {
+            "fresh": "What a model answers on items it cannot have read: not contaminated, but on fewer items than "
+            "Full (a wider interval), and on items that need not be as hard as the exam's.",
+            FRESH_CI: "Read it before comparing two rows' Fresh: with a pool of a few hundred items, intervals of "
+            "±5 points are usual.",
+            "public_minus_fresh": "Not a memorisation measure alone: a harder pool lowers every model's Fresh, and "
+            "the practitioners' own.",
+            "fresh_gap": "What points at memorisation. It assumes a change of difficulty moves the model's and the "
+            "practitioners' accuracy by the same number of points; far from the practitioners (near 0 or 100%) a "
+            "harder pool moves a model less, so it errs toward marking a weaker model and not a stronger one.",
+            GAP_CI: "A mark is not proof of memorisation: the pool can differ from the exam in kind (what these "
+            "practitioners write about) as well as in difficulty. No mark does not clear a model: a small pool gives "
+            "the test little power.",
+            "fresh_after_release": "Only items written after the model's release, which no training set of it can "
+            "hold (LiveCodeBench's reading). The release date is the Hub repository's creation unless the submitter "
+            "gave one; a training cut-off is earlier, so this is conservative.",
+            "pool_version": "A row on an older version says so in Fresh 95% CI until its back-fill has run.",
         },
     ),
 )
 
 
 def _declared() -> dict[str, tuple[str, str]]:
-    """Field name or derived label -> (board label, what the column is)."""
-    fields = {c.name: (c.label, c.doc) for c in RESULT_COLUMNS}
+    """Field name or derived label -> (board label, what the column is, with what its cell reads it against)."""
+    docs = {c.name: c.doc for c in RESULT_COLUMNS}
+    fields = {
+        c.name: (c.label, c.doc if c.read_against is None else f"{c.doc}. {_against(*c.read_against, docs)}")
+        for c in RESULT_COLUMNS
+    }
     return fields | {c.label: (c.label, c.doc) for c in DERIVED}
+
+
+def _against(field: str, word: str, docs: dict[str, str]) -> str:
+    """How a value's cell shows what it is read against (``ResultColumn.read_against``)."""
+    return f"Its cell reads 'x ({word} y)', never x alone, y being the {docs[field]}"
 
 
 def probes_markdown() -> str:
@@ -98,3 +187,10 @@ def probes_markdown() -> str:
             label, doc = declared[name]
             lines.append(f"- **{label}**: {doc}. {note}")
     return "\n".join(lines) + "\n"
+
+
+def about_markdown(protocol: str) -> str:
+    """The About tab's text for the Space's ``protocol``."""
+    return ABOUT.format(
+        protocol=protocol, human=HUMAN_SUBSET, probes=probes_markdown(), homepage=HOMEPAGE, citation=CITATION
+    )

@@ -29,9 +29,18 @@ The practitioners' reference row sits with the rows it was computed beside: the 
 the paper's rows, and, when comparable rows carry ``human_reference`` (the majority vote on the same
 subset items), a second reference row with that value among the comparable rows.
 
-Besides the results fields the board derives three columns (:data:`DERIVED`): the 95% intervals of
-Full and Subset as text, and the separation mark of each comparable evaluated row against the row
-above it (:mod:`tcmqa.leaderboard.uncertainty` says what the mark tests and what it cannot say).
+Besides the results fields the board derives four columns (:data:`DERIVED`): the 95% intervals of
+Full and Subset as text, the subset they are on, and the separation mark of each comparable evaluated row
+against the next better comparable row by Full, which the mark names, so that sorting or filtering the
+board does not change what it says (:mod:`tcmqa.leaderboard.uncertainty` says what the mark tests and what
+it cannot say). Subset's interval is always that of the Subset shown: where practitioner mode recounts
+Subset, it recounts the interval with it (:meth:`tcmqa.leaderboard.outcomes.Reference.rows`).
+
+A value that means nothing without another on the same items (a results column's ``read_against``: Order
+1st and its chance rate, PriDe and the log-prob channel on PriDe's items, Rot. mean and the published order
+on the rotated items) is shown in one cell with it, "6.47 (chance 4.17)" (:func:`read_against`): one cell
+reads at a glance and survives any choice of columns, a copy of the table or a cropped screenshot; sorting
+by such a column sorts by its value.
 """
 
 from __future__ import annotations
@@ -48,9 +57,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tcmqa.fresh.gap import MIN_POOL
 from tcmqa.leaderboard import outcomes, uncertainty
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
+from tcmqa.runs import data_fingerprint
 from tcmqa.schema import RESULT_COLUMNS
 from tcmqa.store import Store
 
@@ -61,10 +72,15 @@ HUMAN_NAME = "Licensed practitioners (majority vote)"
 BOARD_COLUMNS = [c for c in RESULT_COLUMNS if c.board]
 COLUMNS: dict[str, str] = {c.label: c.name for c in BOARD_COLUMNS}  # board label -> results field
 P_VALUES = [c.label for c in BOARD_COLUMNS if c.name == "order_p"]  # 4 significant digits: 1e-9 is not 0.0
-NUMERIC_COLUMNS = [c.label for c in BOARD_COLUMNS if c.dtype != "string" and c.label not in P_VALUES]
+# board label -> (the field its value is read against, the word before that in the cell): one text cell each
+READ_AGAINST = {c.label: c.read_against for c in BOARD_COLUMNS if c.read_against}
+NUMERIC_COLUMNS = [
+    c.label for c in BOARD_COLUMNS if c.dtype != "string" and c.label not in P_VALUES and c.label not in READ_AGAINST
+]
 ORIGINS = ["reported", "evaluated", "reference"]
 LABEL = {c.name: c.label for c in BOARD_COLUMNS}  # results field -> board label
-REFERENCE_FIELDS = ("subset", "human_reference", "delta_human", "n_subset")  # what the practitioners' responses change
+# what the practitioners' responses change (Reference.rows recounts them all)
+REFERENCE_FIELDS = ("subset", "human_reference", "delta_human", "n_subset", "subset_ci_low", "subset_ci_high")
 ROW = "_row"  # hidden: an evaluated row's position among the merged rows (select() never shows it)
 
 
@@ -81,23 +97,49 @@ class DerivedColumn:
 FULL_CI = "Full 95% CI"
 SUBSET_CI = "Subset 95% CI"
 SUBSET_ON = "Subset on"
-SEPARATION = "≈ above"
+SEPARATION = "≈ next by Full"
+FRESH_CI = "Fresh 95% CI"
+GAP_CI = "Gap 95% CI"
+GAP_MARK = "⚑"  # the Gap vs human interval lies above 0
 DERIVED = (
     DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)"),
     DerivedColumn(
         SEPARATION,
         FULL_CI,
         True,
-        "'≈ (p=…)' when a paired exact McNemar test on the common items does not separate the row from the next "
-        "better comparable evaluated row by Full (p >= 0.05); 'p=…' when it does; empty when not tested",
+        "'≈ <model> (p=…)' when a paired exact McNemar test on the common items does not separate the row from "
+        "<model>, the next better comparable evaluated row by Full (p >= 0.05); '≠ <model> (p=…)' when it does; "
+        "empty when not tested. The mark names the row it was tested against, so it keeps its meaning however "
+        "the board is sorted or filtered",
     ),
-    DerivedColumn(SUBSET_CI, "Subset", False, "95% bootstrap interval of Subset, percent (items resampled)"),
+    DerivedColumn(
+        SUBSET_CI,
+        "Subset",
+        False,
+        "95% bootstrap interval of Subset, percent (items resampled), recounted with Subset whenever practitioners' "
+        "responses change the subset",
+    ),
     DerivedColumn(
         SUBSET_ON,
         SUBSET_CI,
         False,
         "the subset Subset and Δ human are on: 'current <version>' (counted from the row's outputs on the subset "
         "as it stands, practitioner mode) or 'as recorded' (no outputs here: what its run recorded back then)",
+    ),
+    DerivedColumn(
+        FRESH_CI,
+        "Fresh",
+        True,
+        f"95% bootstrap interval of Fresh and its n (pool items); 'pool too small (n)' while the hidden pool holds "
+        f"fewer than {MIN_POOL} accepted items (the fresh columns are then empty); 'on pool <version>' when the row's "
+        "fresh columns are on another pool version than the board's (its back-fill is queued)",
+    ),
+    DerivedColumn(
+        GAP_CI,
+        "Gap vs human",
+        True,
+        f"95% normal interval of Gap vs human; {GAP_MARK} where it lies above 0: the model gains on the public items "
+        "more than the practitioners do, which points at memorisation",
     ),
 )
 
@@ -129,8 +171,9 @@ _RANK = {label: rank for rank, label in enumerate(COMPARISONS)}
 LEGEND = (
     "Leaderboard. Comparison: 'comparable' rows (same data fingerprint and protocol, full coverage) are "
     "ranked together first; partial runs, other protocol, other data, data unknown and the paper's rows "
-    "(reported on the paper's own corpus) follow, each group apart. ≈ above: a paired test does not separate the "
-    "row from the comparable row above it (see About)"
+    "(reported on the paper's own corpus) follow, each group apart. ≈ next by Full: a paired test does not "
+    "separate the row from the model it names, the next better comparable row by Full, whatever the sort (≠: it "
+    "does; see About)"
 )
 
 
@@ -145,6 +188,61 @@ def reported_rows() -> pd.DataFrame:
 def _reported_records() -> tuple[dict[str, Any], ...]:
     """:func:`reported_rows` as records with their Comparison label, read once per process."""
     return tuple(reported_rows().assign(comparison=PAPER).to_dict("records"))
+
+
+FRESH_FIELDS = ("fresh", "public_minus_fresh", "fresh_gap", "fresh_after_release")  # empty while the pool is small
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolFacts:
+    """The hidden pool as the board shows it: its version, its accepted items and the practitioners' blind-answer
+    verdicts (majority correct) on those that have one. Never an item's text."""
+
+    version: str = ""
+    size: int = 0
+    human: tuple[bool, ...] = ()
+
+    @property
+    def shown(self) -> bool:
+        """The fresh columns are shown once the pool holds ``MIN_POOL`` items."""
+        return self.size >= MIN_POOL
+
+    @classmethod
+    def of(cls, store: Any) -> PoolFacts:
+        """The store's accepted pool now."""
+        return cls(
+            store.fresh_pool_version(), len(store.accepted_fresh_items()), tuple(store.fresh_reference().values())
+        )
+
+
+def fresh_text(row: dict[str, Any], pool: PoolFacts) -> str:
+    """The "Fresh 95% CI" text of an evaluated row (:data:`DERIVED`)."""
+    if not pool.shown:
+        return f"pool too small ({pool.size})"
+    if row.get("fresh") is None or pd.isna(row["fresh"]):
+        return ""
+    text = f"{uncertainty.interval_text(row.get('fresh_ci_low'), row.get('fresh_ci_high'))} n={row.get('n_fresh')}"
+    version = row.get("pool_version")
+    return text if version == pool.version else f"{text}, on pool {str(version)[:12]}"
+
+
+def gap_text(row: dict[str, Any], pool: PoolFacts) -> str:
+    """The "Gap 95% CI" text of an evaluated row: its interval, marked where it lies above 0."""
+    low, high = row.get("fresh_gap_low"), row.get("fresh_gap_high")
+    if not pool.shown or low is None or pd.isna(low):
+        return ""
+    return f"{uncertainty.interval_text(low, high)}{' ' + GAP_MARK if low > 0 else ''}"
+
+
+def human_fresh(pool: PoolFacts) -> dict[str, Any]:
+    """The practitioners' reference row's fresh cells: their blind answers' accuracy on the pool, with its interval."""
+    if not pool.shown or not pool.human:
+        return {}
+    from tcmqa.results import interval
+
+    correct = pd.Series(pool.human, dtype=float)
+    low, high = interval(correct)
+    return {"fresh": 100 * correct.mean(), FRESH_CI: f"{uncertainty.interval_text(low, high)} n={len(correct)}"}
 
 
 def human_row(subset: float = HUMAN_SUBSET, **facts: Any) -> dict[str, Any]:
@@ -169,7 +267,6 @@ def served_fingerprint(data: str) -> str:
     """The fingerprint a full run on ``data`` records: that of its scorable corpus (every unflagged item, in
     order), by the harness's own rule."""
     from tcmqa.data import load_config
-    from tcmqa.harness import data_fingerprint  # imported here: the board's module stays light
 
     return data_fingerprint([item for item in load_config(data, "corpus").to_list() if not item["flagged"]])
 
@@ -199,10 +296,29 @@ def comparison(row: dict[str, Any], data_fingerprint: str | None, protocol: str 
     return COMPARABLE if is_full(row) else PARTIAL
 
 
+def read_against(value: Any, against: Any, word: str) -> str:
+    """A value with what it is read against, in one cell: '6.47 (chance 4.17)'; '' without a value.
+
+    >>> read_against(6.4712, 100 / 24, "chance"), read_against(None, 4.17, "chance"), read_against(3.0, None, "LP")
+    ('6.47 (chance 4.17)', '', '3.00 (LP not recorded)')
+    """
+    if value is None or pd.isna(value):
+        return ""
+    other = "not recorded" if against is None or pd.isna(against) else f"{float(against):.2f}"
+    return f"{float(value):.2f} ({word} {other})"
+
+
+def _sort_key(values: pd.Series) -> pd.Series:
+    """A read-against cell sorts by its value, the number before the parenthesis; any other column as it is."""
+    if values.name in READ_AGAINST:
+        return pd.to_numeric(values.str.partition(" ")[0], errors="coerce")
+    return values
+
+
 def order(frame: pd.DataFrame, sort_by: str = "Full", descending: bool = True) -> pd.DataFrame:
     """Sort by ``sort_by`` within each Comparison group, the groups in board order (comparable first)."""
     if sort_by in frame:
-        frame = frame.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable")
+        frame = frame.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable", key=_sort_key)
     ranks = frame[COMPARISON].map(_RANK).fillna(len(_RANK)).to_numpy()
     return frame.iloc[np.argsort(ranks, kind="stable")]
 
@@ -244,10 +360,26 @@ def with_reference(frame: pd.DataFrame, evaluated: Sequence[dict[str, Any]]) -> 
         if label is not None:
             values = pd.to_numeric(pd.Series([rows[i].get(field) for i in at], index=at.index), errors="coerce")
             frame.loc[at.index, label] = values.round(2)
-    frame.loc[at.index, SUBSET_ON] = [subset_on(rows[i]) for i in at]
+    for label in (SUBSET_CI, SUBSET_ON):
+        frame.loc[at.index, label] = [_derived(rows[i])[label] for i in at]
     if value is not None:
         frame.loc[human, "Subset"] = round(value, 2)
     return frame
+
+
+def _derived(row: dict[str, Any]) -> dict[str, str]:
+    """The text columns of an evaluated row that are not results fields: the intervals, the subset they are on,
+    and each value with what it is read against (keyed by its results field, renamed with the rest)."""
+    against = {
+        COLUMNS[label]: read_against(row.get(COLUMNS[label]), row.get(field), word)
+        for label, (field, word) in READ_AGAINST.items()
+    }
+    return {
+        FULL_CI: uncertainty.interval_text(row.get("full_ci_low"), row.get("full_ci_high")),
+        SUBSET_CI: uncertainty.interval_text(row.get("subset_ci_low"), row.get("subset_ci_high")),
+        SUBSET_ON: subset_on(row),
+        **against,
+    }
 
 
 def merge(
@@ -255,25 +387,30 @@ def merge(
     data_fingerprint: str | None = None,
     protocol: str = PROTOCOL,
     correctness: uncertainty.Correctness | None = None,
-    marks: dict[tuple[uncertainty.Key, uncertainty.Key], str] | None = None,
+    marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] | None = None,
+    pool: PoolFacts | None = None,
 ) -> pd.DataFrame:
     """Reported + reference + evaluated rows, in board columns with a Comparison label, board order.
 
+    ``pool``: the hidden pool (:class:`PoolFacts`); the fresh columns stay empty while it is too small.
+
     ``data_fingerprint``: the board's reference data (default: :func:`reference_fingerprint`).
     ``correctness``: per-item correctness by (model, revision) (:class:`tcmqa.leaderboard.outcomes.ByKey`), for
-    the separation marks; None or a missing key: no mark. ``marks``: the marks' cache
+    the separation marks; None or a missing key: no mark. ``marks``: the marks' cache of p-values
     (:func:`uncertainty.separation_marks`).
     """
+    pool = pool or PoolFacts()
     rows = [r for r in evaluated if r.get("origin") != "reported"]  # the paper's rows come from the CSV
     reference = data_fingerprint or reference_fingerprint(rows, protocol)
     rows = [
         {
             **r,
+            **({} if pool.shown else dict.fromkeys(FRESH_FIELDS)),
+            FRESH_CI: fresh_text(r, pool),
+            GAP_CI: gap_text(r, pool),
             "family": canonical_family(r["family"]) if r.get("family") else None,
             "comparison": comparison(r, reference, protocol),
-            FULL_CI: uncertainty.interval_text(r.get("full_ci_low"), r.get("full_ci_high")),
-            SUBSET_CI: uncertainty.interval_text(r.get("subset_ci_low"), r.get("subset_ci_high")),
-            SUBSET_ON: subset_on(r),
+            **_derived(r),
             ROW: i,
         }
         for i, r in enumerate(rows)
@@ -285,7 +422,14 @@ def merge(
     value = human_value(rows)
     if value is not None:  # the majority vote on the comparable rows' own subset items
         references.append(
-            human_row(value, data_fingerprint=reference, protocol=protocol, coverage=100.0, comparison=COMPARABLE)
+            human_row(
+                value,
+                data_fingerprint=reference,
+                protocol=protocol,
+                coverage=100.0,
+                comparison=COMPARABLE,
+                **human_fresh(pool),
+            )
         )
     frame = pd.DataFrame([*_reported_records(), *references, *rows])  # one frame of dicts: no concat of dtypes
     labels = {v: k for k, v in COLUMNS.items()} | {"comparison": COMPARISON}
@@ -293,7 +437,7 @@ def merge(
     frame["Origin"] = frame["Origin"].fillna("evaluated")
     frame["Family"] = frame["Family"].fillna("unknown")
     frame["Revision"] = frame["Revision"].astype(object).fillna("").astype(str).str[:12]
-    for name in [c.label for c in DERIVED]:  # reported and reference rows have none
+    for name in [*[c.label for c in DERIVED], *READ_AGAINST]:  # text; reported and reference rows have none
         frame[name] = frame[name].astype(object).fillna("")
     for name in NUMERIC_COLUMNS:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").round(2)
@@ -383,7 +527,9 @@ class Board:
         self._practice_version = ""  # of the practitioners' responses the subset columns are on
         self._results: list[dict[str, Any]] = []
         self._frame = merge([], data_fingerprint, protocol)
-        self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], str] = {}  # pairs tested (their runs unchanged)
+        # p-values of the pairs tested (their runs unchanged)
+        self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] = {}
+        self._pool = PoolFacts()  # the hidden pool the fresh columns are shown against
 
     def _rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference
@@ -398,7 +544,8 @@ class Board:
     def frame(self) -> pd.DataFrame:
         """The merged board. A finished or imported run merges it anew; a practitioner's response (only the
         practice version changed) sets the subset columns in place (:func:`with_reference`)."""
-        version = f"{self.store.version()}|{self.store.outcomes_version()}"
+        pool_version = self.store.fresh_pool_version()
+        version = f"{self.store.version()}|{self.store.outcomes_version()}|{pool_version}"
         practice = self.store.practice_version() if self.practice is not None else ""
         with self._lock:
             if version == self._version and practice != self._practice_version:
@@ -410,9 +557,11 @@ class Board:
                 if changed:  # their pairs are tested again (a row without revision reads its model's latest run)
                     self._marks = {pair: m for pair, m in self._marks.items() if not {pair[0][0], pair[1][0]} & changed}
                 self._results = self.store.results()
+                if pool_version != self._pool.version:
+                    self._pool = PoolFacts.of(self.store)
                 correctness = outcomes.ByKey(self.reference.outcomes)
                 rows = self._rows(self._results)
-                self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks)
+                self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool)
                 self._version, self._practice_version = version, practice
             return self._frame
 

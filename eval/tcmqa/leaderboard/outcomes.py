@@ -7,7 +7,9 @@ per hundred models on every refresh; here each run is aggregated once, when it i
 matrices (runs × items, 1,000 × 38,279 is 77 MB). The reference is then counts per run:
 
 * ``n``: the run's items in the subset; ``right``: of those, the ones it got right; ``human``: of those,
-  the ones the practitioners' majority got right. Subset = right / n, the reference = human / n.
+  the ones the practitioners' majority got right. Subset = right / n, the reference = human / n, and
+  Subset's interval is the results row's own (:func:`tcmqa.results.counted_intervals`) on right and n, so
+  the interval shown is always that of the Subset shown.
 * The subset changes an item at a time: a practitioner's response changes at most one item's majority
   (a finished block, its items), an exclusion a block's items. :meth:`Reference.set_subset` finds the items
   whose membership or majority changed and adds each one's column to the counts of every run: O(runs)
@@ -31,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tcmqa.results import counted_intervals
 from tcmqa.store import Store
 from tcmqa.store.outcomes import RECORDED, Outcome, RunInfo
 
@@ -193,32 +196,35 @@ class Reference:
             return {r.run: c for r, c in zip(self.outcomes.runs, self._count(rows, member), strict=True)}
 
     def rows(self, evaluated: Sequence[dict]) -> list[dict]:
-        """Each evaluated results row with ``subset``, ``human_reference``, ``delta_human`` and ``n_subset`` on
-        the current subset, and ``subset_version`` (the subset's digest); a row without outputs, or none of
-        whose items are in the subset, as recorded (its ``subset_version`` "as recorded")."""
-        out = []
+        """Each evaluated results row with ``subset`` and its interval, ``human_reference``, ``delta_human`` and
+        ``n_subset`` on the current subset, and ``subset_version`` (the subset's digest); a row without outputs,
+        or none of whose items are in the subset, as recorded (its ``subset_version`` "as recorded")."""
         with self.outcomes.lock:
-            for row in evaluated:
-                run = (
-                    None
-                    if row.get("origin") == "reported"
-                    else self.outcomes.run_of(row.get("model"), row.get("revision"))
-                )
-                n, right, human = self.counts.get(run, (0, 0, 0)) if run else (0, 0, 0)
-                if not n:
-                    out.append({**row, "subset_version": row.get("subset_version") or "as recorded"})
-                    continue
-                subset, reference = 100 * right / n, 100 * human / n
-                out.append(
-                    {
-                        **row,
-                        "subset": subset,
-                        "human_reference": reference,
-                        "delta_human": subset - reference,
-                        "n_subset": int(n),
-                        "subset_version": self.version,
-                    }
-                )
+            runs = [
+                None if r.get("origin") == "reported" else self.outcomes.run_of(r.get("model"), r.get("revision"))
+                for r in evaluated
+            ]
+            counts = [self.counts.get(run, (0, 0, 0)) if run else (0, 0, 0) for run in runs]
+        n, right, human = np.array(counts, dtype=np.int64).reshape(-1, 3).T
+        low, high = counted_intervals(right, n)  # at once: one call for every row (14 ms for 1,000)
+        out = []
+        for i, row in enumerate(evaluated):
+            if not n[i]:
+                out.append({**row, "subset_version": row.get("subset_version") or "as recorded"})
+                continue
+            subset, reference = 100 * right[i] / n[i], 100 * human[i] / n[i]
+            out.append(
+                {
+                    **row,
+                    "subset": float(subset),
+                    "subset_ci_low": float(low[i]),
+                    "subset_ci_high": float(high[i]),
+                    "human_reference": float(reference),
+                    "delta_human": float(subset - reference),
+                    "n_subset": int(n[i]),
+                    "subset_version": self.version,
+                }
+            )
         return out
 
 

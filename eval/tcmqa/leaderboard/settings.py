@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY
+from tcmqa.leaderboard.identity import ADMIN_TOKEN_VAR, check_admin_token
 from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S
 from tcmqa.leaderboard.validation import Policy
 from tcmqa.prompts import PROTOCOL
@@ -41,6 +42,8 @@ class Settings:
     study: str | None = None  # where the paper's study is read from (default: data), never what the Space published
     study_revision: str | None = None  # the pinned revision of a Hub study (the commit of its `tcmqa publish`)
     practice_abandon_after_s: float = ABANDON_AFTER_S  # a slot idle this long is offered to a new practitioner
+    # local mode: the operator's token, an admin's key (tcmqa.leaderboard.identity); None: no admin locally
+    admin_token: str | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -87,6 +90,7 @@ class Settings:
             study=study,
             study_revision=env("TCMQA_STUDY_REVISION") or None,
             practice_abandon_after_s=float(env("TCMQA_ABANDON_AFTER_H", str(ABANDON_AFTER_S / 3600))) * 3600,
+            admin_token=check_admin_token(env(ADMIN_TOKEN_VAR)),
         )
 
     def practice_options(self) -> dict[str, Any]:

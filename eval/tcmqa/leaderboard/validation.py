@@ -9,6 +9,7 @@ the revision the harness records for it.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import re
 from pathlib import Path
@@ -23,6 +24,8 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import validate_repo_id
 
+from tcmqa import forms
+from tcmqa.fresh.scores import release_date
 from tcmqa.models import count_parameters, local_revision
 from tcmqa.results import canonical_family
 from tcmqa.store import DuplicateError, Job, RateLimited, Store
@@ -59,6 +62,9 @@ SUPPORTED_ARCHITECTURES = frozenset(
 SUPPORTED_QUANTIZATION = frozenset({"fp8", "compressed-tensors"})
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 LOCAL_PREFIXES = ("/", "./", "../", "~")
+MAX_MODEL_ID = 4096  # characters: PATH_MAX (a Hub id has at most 96)
+MAX_NAME = 255  # characters of one folder name (NAME_MAX), or of a Hub id's owner or name
+MAX_REVISION = 255  # a branch, tag or commit sha
 
 
 class Rejected(Exception):
@@ -86,9 +92,11 @@ class Accepted:
     family: str
     path: str | None = None
     gated: bool = False  # the worker gives the harness a read token for gated models only
+    released: str | None = None  # YYYY-MM-DD: given at submission, else the Hub repo's creation ("after release")
 
     def meta(self) -> dict[str, Any]:
         meta = {"params_b": self.params_b, "family": self.family}
+        meta |= {"released": self.released} if self.released else {}
         return meta | ({"path": self.path} if self.path else {}) | ({"gated": True} if self.gated else {})
 
 
@@ -101,11 +109,19 @@ def submitter(profile: Any, policy: Policy) -> str:
     return profile.username
 
 
-def validate(model_id: str, revision: str, *, user: str, api: Any, store: Store, policy: Policy) -> Accepted:
-    """Every check before enqueueing; raises Rejected with the first failure's message."""
-    model_id, revision = (model_id or "").strip(), (revision or "").strip()
+def validate(
+    model_id: str, revision: str, *, user: str, api: Any, store: Store, policy: Policy, released: str = ""
+) -> Accepted:
+    """Every check before enqueueing; raises Rejected with the first failure's message. The form of what was
+    typed is checked first, before any file-system, database or Hub call (:func:`check_form`).
+
+    ``released``: the model's release date as the submitter gives it (YYYY-MM-DD, optional); without it a Hub
+    model's is its repository's creation date. "Fresh after release" counts the pool items accepted after it.
+    """
+    model_id, revision = check_form(model_id, revision)
     if not model_id:
         raise Rejected("Enter a model id, e.g. Qwen/Qwen2.5-0.5B-Instruct.")
+    given = _check_released(released)
     if policy.hosted and store.submitted_within(user, policy.rate_window_s) >= policy.rate_limit:
         raise Rejected(_rate_limit_message(policy))  # cheap early answer; enqueue enforces it atomically
     if model_id.startswith(LOCAL_PREFIXES) or Path(model_id).is_dir():
@@ -117,7 +133,37 @@ def validate(model_id: str, revision: str, *, user: str, api: Any, store: Store,
     duplicate = store.find(accepted.model, accepted.revision, policy.protocol)
     if duplicate:
         raise Rejected(_duplicate_message(duplicate))
-    return accepted
+    return dataclasses.replace(accepted, released=given or accepted.released)
+
+
+def _check_released(text: str) -> str | None:
+    """The submitted release date as YYYY-MM-DD, None when not given; a malformed or future one is refused."""
+    if not (text or "").strip():
+        return None
+    try:
+        released = release_date(text.strip()[:40])
+    except ValueError:
+        raise Rejected(f"The release date is YYYY-MM-DD, e.g. 2025-04-29, not {text.strip()[:40]!r}.") from None
+    if released is not None and released > dt.datetime.now(dt.timezone.utc).date().isoformat():
+        raise Rejected(f"The release date {released} is in the future; give the date the model was released.")
+    return released
+
+
+def check_form(model_id: str | None, revision: str | None) -> tuple[str, str]:
+    """The model id and revision stripped, or Rejected: control characters, or longer than a path may be
+    (:data:`MAX_MODEL_ID` characters, :data:`MAX_NAME` a folder name) or a revision (:data:`MAX_REVISION`), so
+    ``Path.is_dir`` never meets a name the OS refuses and a message never repeats a long value whole."""
+    try:
+        model_id = forms.checked("model id", model_id, max_chars=MAX_MODEL_ID)
+        revision = forms.checked("revision", revision, max_chars=MAX_REVISION)
+    except forms.FormError as err:
+        raise Rejected(f"{err} (a model id is owner/name or a local folder).") from None
+    if any(len(part) > MAX_NAME for part in model_id.split("/")):
+        raise Rejected(
+            f"The model id {forms.shown(model_id)} has a part longer than {MAX_NAME} characters: no Hub id or "
+            "folder name is; give owner/name or a local folder."
+        )
+    return model_id, revision
 
 
 def enqueue(accepted: Accepted, *, user: str, store: Store, policy: Policy) -> Job:
@@ -150,11 +196,13 @@ def _duplicate_message(job: Job) -> str:
 
 def _check_hub(model_id: str, revision: str, api: Any, policy: Policy) -> Accepted:
     if model_id.count("/") != 1:
-        raise Rejected(f"'{model_id}' is not a model id: use the form owner/name, e.g. google/gemma-3-1b-it.")
+        raise Rejected(
+            f"{forms.shown(model_id)} is not a model id: use the form owner/name, e.g. google/gemma-3-1b-it."
+        )
     try:
         validate_repo_id(model_id)
     except HFValidationError as err:
-        raise Rejected(f"'{model_id}' is not a valid model id: {err}") from err
+        raise Rejected(f"{forms.shown(model_id)} is not a valid model id: {err}") from err
     try:
         info = api.model_info(model_id, revision=revision, securityStatus=False, files_metadata=False)
     except RepositoryNotFoundError as err:
@@ -187,7 +235,9 @@ def _check_hub(model_id: str, revision: str, api: Any, policy: Policy) -> Accept
     tokenizer_config = _hub_tokenizer_config(api, model_id, sha) if "tokenizer_config.json" in files else {}
     _check_tokenizer(model_id, files, tokenizer_config)
     _check_architecture(model_id, config)
-    return Accepted(model_id, sha, params_b, _family(model_id, config), gated=bool(info.gated))
+    created = getattr(info, "created_at", None) or getattr(info, "last_modified", None)
+    released = release_date(created.isoformat() if isinstance(created, dt.datetime) else created)
+    return Accepted(model_id, sha, params_b, _family(model_id, config), gated=bool(info.gated), released=released)
 
 
 def _hub_tokenizer_config(api: Any, model_id: str, sha: str) -> dict[str, Any]:

@@ -6,17 +6,21 @@ published order, copied from the v1 run. Over the five rotations every option co
 at every letter, so what stays constant across them is the model's preference for letters as such:
 
 * **CircularEval** (OpenCompass): an item counts only if it is right under all five rotations;
-  ``circular_drop`` is the accuracy in the published order minus that, on the same items.
+  ``circular_drop`` is the accuracy in the published order minus that, on the same items. The mean over
+  the five rotations (``rotation_mean``) is read against that published-order accuracy on the same items
+  (``rotation_published``), not against Full, which is on every item.
 * **Per-letter recall spread** (Zheng et al., ICLR 2024, "RStd"): the standard deviation, over the
   letters A-E, of the share of single-answer items answered right when that letter is the answer,
   pooled over rotations (each letter is the answer equally often across an item's rotations).
 * **PriDe** (ibid.): the letter prior is estimated on a seeded share of single-answer items as the
   softmax over letters of each letter's log-prob averaged over the item's rotations (content cancels),
   averaged over items; the remaining items are scored in the published order with that prior divided
-  out of the log-prob channel's letter probabilities.
+  out of the log-prob channel's letter probabilities. It is read against the same channel with the prior
+  left in on those same items (``pride_lp``), not against LP Full, which also counts the multi-answer
+  items the log-prob channel always misses.
 
 Null each statistic assumes: CircularEval and RStd have none (they are descriptive); a model without
-letter preferences has RStd near 0 and PriDe equal to its log-prob channel accuracy.
+letter preferences has RStd near 0 and PriDe near ``pride_lp``.
 
 >>> item = {"options": dict(zip("ABCDE", "vwxyz")), "answer": ["B", "D"]}
 >>> turned = rotate(item, 1)
@@ -42,6 +46,8 @@ from tcmqa_metric import LETTERS
 
 ROTATIONS = len(LETTERS)  # 0 (published) .. 4
 PRIDE_SHARE = 0.05  # share of single-answer probed items PriDe estimates its prior on (Zheng et al.: 5%)
+# the results columns :func:`summarise` fills besides n_rotation (tcmqa.schema.RESULT_COLUMNS says what each is)
+SUMMARY = ("circular", "rotation_mean", "rotation_published", "circular_drop", "recall_std", "pride", "pride_lp")
 ROW_COLUMNS = (
     "answer",
     "generated_text",
@@ -153,9 +159,11 @@ def _estimation_items(item_ids: Sequence[str], share: float, seed: int) -> set[s
     return set(ranked[:count])
 
 
-def pride_accuracy(rows: pd.DataFrame, share: float = PRIDE_SHARE, seed: int = 0) -> float | None:
+def pride_accuracy(rows: pd.DataFrame, share: float = PRIDE_SHARE, seed: int = 0) -> tuple[float, float] | None:
     """PriDe-debiased accuracy of the log-prob channel (percent) on the single-answer items not used to
-    estimate the prior; ``rows`` are complete rotation rows (:func:`complete_items`)."""
+    estimate the prior, and the same channel's accuracy with the prior left in on those same items (what
+    PriDe is read against: the gap is what the prior cost); ``rows`` are complete rotation rows
+    (:func:`complete_items`). None with fewer than two single-answer items."""
     single = rows[rows["answer_type"] == "single"]
     ids = list(dict.fromkeys(single["item_id"]))
     if len(ids) < 2:
@@ -164,28 +172,33 @@ def pride_accuracy(rows: pd.DataFrame, share: float = PRIDE_SHARE, seed: int = 0
     chosen = single[single["item_id"].isin(estimate)]
     prior = pride_prior(_normalised(chosen["letter_logprobs"].tolist()).reshape(len(estimate), ROTATIONS, -1))
     scored = single[~single["item_id"].isin(estimate) & (single["rotation"] == 0)]
-    debiased = _normalised(scored["letter_logprobs"].tolist()) - np.log(prior)
-    predicted = np.array(list(LETTERS))[debiased.argmax(axis=1)]
+    logprobs = _normalised(scored["letter_logprobs"].tolist())
     gold = scored["answer"].map(lambda letters: letters[0]).to_numpy()
-    return 100 * float((predicted == gold).mean())
+    letters = np.array(list(LETTERS))
+
+    def accuracy(scores: np.ndarray) -> float:
+        return 100 * float((letters[scores.argmax(axis=1)] == gold).mean())
+
+    return accuracy(logprobs - np.log(prior)), accuracy(logprobs)
 
 
 def summarise(rows: pd.DataFrame, share: float = PRIDE_SHARE, seed: int = 0) -> dict[str, Any]:
     """The results row's rotation columns from rotation rows (items missing a rotation are left out)."""
     rows = complete_items(rows)
     if rows.empty:
-        return {k: None for k in ("circular", "rotation_mean", "circular_drop", "recall_std", "pride")} | {
-            "n_rotation": 0
-        }
+        return dict.fromkeys(SUMMARY) | {"n_rotation": 0}
     by_item = rows.groupby("item_id")["correct"]
     circular = 100 * float(by_item.all().mean())
     published = 100 * float(rows.loc[rows["rotation"] == 0, "correct"].mean())
+    pride = pride_accuracy(rows, share, seed)
     values = {
         "circular": circular,
         "rotation_mean": 100 * float(rows["correct"].mean()),
+        "rotation_published": published,
         "circular_drop": published - circular,
         "recall_std": recall_std(rows),
-        "pride": pride_accuracy(rows, share, seed),
+        "pride": None if pride is None else pride[0],
+        "pride_lp": None if pride is None else pride[1],
         "n_rotation": int(by_item.ngroups),
     }
     return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in values.items()}

@@ -28,7 +28,10 @@ the connection core:
     tcmqa.store.results     results rows, outputs and probes parts, results imported from the Hub
     tcmqa.store.outbox      the publication outbox, the mirrors' status changes and key-value state
     tcmqa.store.practice    practitioner mode's transactions
+    tcmqa.store.keys        local mode's practitioner keys (their digests)
     tcmqa.store.outcomes    each run's per-item correctness as bitmaps (what the board counts)
+    tcmqa.store.pool        the fresh pool: written items, their blind answers and reviews, the event log
+    tcmqa.store.backfill    back-fill jobs: the hidden pool evaluated again for a finished evaluation's row
 """
 
 from __future__ import annotations
@@ -39,11 +42,14 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from tcmqa.store.admin import AdminStore
+from tcmqa.store.backfill import BackfillStore
 from tcmqa.store.core import _MIGRATE_LOCK, store_url
-from tcmqa.store.jobs import FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_job
+from tcmqa.store.jobs import BACKFILL, EVAL, FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_job
+from tcmqa.store.keys import KeysStore
 from tcmqa.store.migrations import MIGRATIONS
 from tcmqa.store.outbox import OutboxStore, Publication
 from tcmqa.store.outcomes import Outcome, OutcomesStore
+from tcmqa.store.pool import FreshItem, PoolRefused, PoolStore, WrittenItem
 from tcmqa.store.practice import DailyCapReached, PracticeStore
 from tcmqa.store.queue import DuplicateError, QueueStore, RateLimited
 from tcmqa.store.results import IMPORTED_USER, PROBES_CACHE, ResultsStore
@@ -62,6 +68,8 @@ from tcmqa.store.tables import (
 )
 
 __all__ = [
+    "BACKFILL",
+    "EVAL",
     "FAILED",
     "FINISHED",
     "IMPORTED_USER",
@@ -72,12 +80,15 @@ __all__ = [
     "RUNNING",
     "DailyCapReached",
     "DuplicateError",
+    "FreshItem",
     "Job",
     "Outcome",
+    "PoolRefused",
     "Publication",
     "RateLimited",
     "SQLiteStore",
     "Store",
+    "WrittenItem",
     "jobs_t",
     "new_job",
     "open_store",
@@ -95,7 +106,9 @@ __all__ = [
 ]
 
 
-class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, AdminStore, OutcomesStore):
+class Store(
+    QueueStore, ResultsStore, OutboxStore, PracticeStore, KeysStore, AdminStore, OutcomesStore, PoolStore, BackfillStore
+):
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 
     Each process opens its own ``Store`` (and so its own engine); every method is one short
@@ -122,7 +135,7 @@ class Store(QueueStore, ResultsStore, OutboxStore, PracticeStore, AdminStore, Ou
                 conn.execute(sa.insert(version_t).values(version=0))
                 current = 0
             if current > latest:
-                raise RuntimeError(f"{self.url}: schema version {current} is newer than this code's ({latest})")
+                raise RuntimeError(f"{self.shown}: schema version {current} is newer than this code's ({latest})")
             for version in range(current + 1, latest + 1):
                 MIGRATIONS[version - 1](conn, self)
                 conn.execute(sa.update(version_t).values(version=version))
@@ -136,12 +149,14 @@ class SQLiteStore(Store):
     """A store in a local directory: ``<root>/queue.sqlite``, outputs cached in ``<root>/outputs``."""
 
     def __init__(self, root: str | Path, *, cache_dir: str | Path | None = None):
-        super().__init__(store_url(Path(root)), cache_dir=cache_dir)
+        super().__init__(store_url(Path(root).expanduser().absolute()), cache_dir=cache_dir)  # "./a:b" stays a path
 
 
 def open_store(spec: str | os.PathLike, *, cache_dir: str | Path | None = None) -> Store:
-    """A SQLite directory (``.cache/space``; ``sqlite:DIR`` too), a ``sqlite:///FILE`` or a ``postgresql://`` URL."""
+    """A SQLite directory (``.cache/space``; ``sqlite:DIR`` too), a ``sqlite:///FILE`` or a ``postgresql://`` URL
+    (:func:`tcmqa.store.core.store_url`; any other scheme is refused)."""
     text = str(spec)
-    if "://" in text or text.startswith("hub:"):
-        return Store(text, cache_dir=cache_dir)
-    return SQLiteStore(text.removeprefix("sqlite:"), cache_dir=cache_dir)
+    url = store_url(text)  # refuses an unknown scheme before anything is made
+    if text.startswith(("sqlite://", "postgres")):
+        return Store(url, cache_dir=cache_dir)
+    return SQLiteStore(text.removeprefix("sqlite:"), cache_dir=cache_dir)  # a folder

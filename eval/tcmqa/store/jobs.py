@@ -23,6 +23,8 @@ from tcmqa.store.tables import jobs_t
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
 LIVE = (PENDING, RUNNING, FINISHED)  # a (model, revision, protocol) in one of these is not resubmittable
+EVAL, BACKFILL = "eval", "backfill"  # a submission; the hidden pool only, for a finished evaluation's row
+CLAIM_ORDER = {EVAL: 0, BACKFILL: 1}  # a back-fill is claimed only when no submission waits
 
 
 @dataclasses.dataclass
@@ -31,7 +33,8 @@ class Job:
 
     ``updated_at`` moves with every write (heartbeats included); ``status_at`` only when the status changes.
     ``retries`` counts transient failures (the Hub down, ...), which cost no attempt; a PENDING job is not
-    claimed before ``not_before``.
+    claimed before ``not_before``. ``kind`` is ``EVAL`` (a submission) or ``BACKFILL`` (its meta names the
+    finished job, ``of``, whose row gets the current pool's fresh columns).
     """
 
     id: str
@@ -52,6 +55,7 @@ class Job:
     status_at: float = 0.0
     not_before: float = 0.0
     retries: int = 0
+    kind: str = EVAL
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), ensure_ascii=False, sort_keys=True)
@@ -137,6 +141,7 @@ class JobRows(StoreCore):
                     jobs_t.c.revision == revision,
                     jobs_t.c.protocol == protocol,
                     jobs_t.c.status != FAILED,
+                    jobs_t.c.kind == EVAL,
                 )
             )
             .mappings()

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from tcmqa.store.jobs import FINISHED
 from tcmqa.store.tables import (
     _PRACTICE_TABLES_5,
+    FRESH_TABLES,
     _partial_index,
     item_keys_t,
     jobs_t,
@@ -26,6 +27,8 @@ from tcmqa.store.tables import (
     practice_blocks_t,
     practice_exclusions_t,
     practice_responses_t,
+    practice_retired_t,
+    practitioner_keys_t,
     practitioners_t,
     probes_t,
     publications_t,
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
 
 
 _JOBS_COLUMNS_6 = ("not_before", "retries")  # came with migration 6
+_JOBS_COLUMNS_11 = ("kind",)  # came with migration 11
 
 
 def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.Column]:
@@ -59,7 +63,8 @@ def _column_copies(table: sa.Table, leave_out: Collection[str] = ()) -> list[sa.
 def _migration_1(conn: Connection, store: Store) -> None:
     """The original queue: jobs and results (an existing pre-versioning SQLite store is this version)."""
     legacy = sa.MetaData()
-    jobs = sa.Table("jobs", legacy, *_column_copies(jobs_t, leave_out={"status_at", *_JOBS_COLUMNS_6}))
+    later = {"status_at", *_JOBS_COLUMNS_6, *_JOBS_COLUMNS_11}
+    jobs = sa.Table("jobs", legacy, *_column_copies(jobs_t, leave_out=later))
     results = sa.Table("results", legacy, *_column_copies(results_t))
     _partial_index("one_live_job", jobs, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
     sa.Index("by_status", jobs.c.status, jobs.c.submitted_at)
@@ -163,6 +168,33 @@ def _migration_7(conn: Connection, store: Store) -> None:
     outcomes_t.create(conn, checkfirst=True)
 
 
+def _migration_8(conn: Connection, store: Store) -> None:
+    """Local mode's practitioner keys: an account that practised before has none, and its next start issues one."""
+    practitioner_keys_t.create(conn, checkfirst=True)
+
+
+def _migration_9(conn: Connection, store: Store) -> None:
+    """The fresh pool: items practitioners write, their blind answers and reviews, and every event."""
+    for table in FRESH_TABLES:
+        table.create(conn, checkfirst=True)  # with their indexes
+
+
+def _migration_10(conn: Connection, store: Store) -> None:
+    """Retired practice blocks: a block reopened after it was published (a rater excluded or released) is
+    never handed out again. Blocks reopened before this version are not known to have been published."""
+    practice_retired_t.create(conn, checkfirst=True)
+
+
+def _migration_11(conn: Connection, store: Store) -> None:
+    """Back-fill jobs (tcmqa.fresh.backfill): a job's ``kind``; one live submission and one waiting back-fill per
+    (model, revision, protocol), so a finished evaluation's key takes a back-fill each time the pool grows."""
+    conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'eval'"))
+    conn.execute(sa.text("DROP INDEX one_live_job"))
+    for index in jobs_t.indexes:
+        if index.name in ("one_live_job", "one_live_backfill"):
+            index.create(conn)
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
@@ -171,4 +203,8 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_5,
     _migration_6,
     _migration_7,
+    _migration_8,
+    _migration_9,
+    _migration_10,
+    _migration_11,
 ]  # version i+1 = MIGRATIONS[i]

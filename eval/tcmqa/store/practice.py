@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -24,8 +25,12 @@ from tcmqa.store.tables import (
     practice_blocks_t,
     practice_exclusions_t,
     practice_responses_t,
+    practice_retired_t,
     practitioners_t,
 )
+
+T = TypeVar("T")
+log = logging.getLogger("tcmqa.store")
 
 
 class DailyCapReached(Exception):
@@ -48,6 +53,7 @@ class PracticeSnapshot:
     activity: dict[tuple[str, int], tuple[int, float]]  # (account, block) -> (responses, last recorded_at)
     excluded: set[str]  # accounts excluded now
     flagged_by: dict[str, set[str]]  # item id -> accounts that flagged it here
+    retired: set[int] = dataclasses.field(default_factory=set)  # blocks reopened after publication: never refilled
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +66,9 @@ class SlotPlan:
     raters: int | None = None  # a new block's slots
     kind: str = "fresh"  # a new block's kind: "fresh" | "top_up"
     release: tuple[tuple[str, int, str], ...] = ()  # (account, block, reason): stale holders to release first
+
+
+Finished = Callable[[PracticeSnapshot], set[int]]  # the blocks all of whose raters finished them (published)
 
 
 class PracticeStore(StoreCore):
@@ -103,23 +112,32 @@ class PracticeStore(StoreCore):
                 .values(**values)
             )
 
-    def exclude_practitioner(self, account: str, reason: str, by: str, excluded: bool = True) -> bool:
-        """Exclude (or re-include) a practitioner: the current state and an entry of its history; False if unknown."""
-        now = time.time()
+    def exclude_practitioner(
+        self, account: str, reason: str, by: str, excluded: bool = True, finished: Finished | None = None
+    ) -> bool:
+        """Exclude (or re-include) a practitioner: the current state and an entry of its history; False if unknown.
+
+        ``finished``: the rule of published blocks; a block the exclusion reopens is retired (:meth:`_retiring`).
+        """
         with self._write() as conn:
-            result = conn.execute(
-                sa.update(practitioners_t)
-                .where(practitioners_t.c.account == account)
-                .values(excluded=int(excluded), excluded_reason=reason, excluded_at=now, excluded_by=by)
-            )
-            if result.rowcount != 1:
-                return False
-            conn.execute(
-                sa.insert(practice_exclusions_t).values(
-                    account=account, excluded=int(excluded), reason=reason, decided_by=by, decided_at=now
+
+            def change() -> bool:
+                now = time.time()
+                result = conn.execute(
+                    sa.update(practitioners_t)
+                    .where(practitioners_t.c.account == account)
+                    .values(excluded=int(excluded), excluded_reason=reason, excluded_at=now, excluded_by=by)
                 )
-            )
-            return True
+                if result.rowcount != 1:
+                    return False
+                conn.execute(
+                    sa.insert(practice_exclusions_t).values(
+                        account=account, excluded=int(excluded), reason=reason, decided_by=by, decided_at=now
+                    )
+                )
+                return True
+
+            return self._retiring(conn, finished, f"{account} excluded: {reason}", by, change)
 
     def practice_exclusions(self, account: str | None = None) -> list[dict[str, Any]]:
         """Every exclusion and re-inclusion (account, excluded, reason, decided_by, decided_at), oldest first."""
@@ -188,6 +206,7 @@ class PracticeStore(StoreCore):
         flagged = collections.defaultdict(set)
         for account, item_id in conn.execute(sa.select(t.c.account, t.c.item_id).where(t.c.flagged == 1)):
             flagged[item_id].add(account)
+        retired = {int(b) for b in conn.execute(sa.select(practice_retired_t.c.block)).scalars()}
         return PracticeSnapshot(
             now=time.time(),
             blocks=blocks,
@@ -197,6 +216,7 @@ class PracticeStore(StoreCore):
             activity=activity,
             excluded=excluded,
             flagged_by=dict(flagged),
+            retired=retired,
         )
 
     def assign_practice_block(
@@ -270,20 +290,41 @@ class PracticeStore(StoreCore):
         )
         return result.rowcount == 1
 
-    def release_practice_slot(self, account: str, block: int, reason: str, by: str) -> bool:
-        """Free the slot the account holds in ``block`` (its responses stay stored); False if it holds none."""
-        with self._write() as conn:
-            self._lock(conn, _SUBMIT_LOCK + 2)
-            return self._release(conn, account, block, reason, by, time.time())
+    def release_practice_slot(
+        self, account: str, block: int, reason: str, by: str, finished: Finished | None = None
+    ) -> bool:
+        """Free the slot the account holds in ``block`` (its responses stay stored); False if it holds none.
 
-    def reassign_practice_slot(self, block: int, slot: int, account: str, reason: str, by: str) -> dict[str, Any]:
+        ``finished``: the rule of published blocks; a published block released from is retired (:meth:`_retiring`).
+        """
+        with self._write() as conn:
+            return self._retiring(
+                conn,
+                finished,
+                f"{account} released: {reason}",
+                by,
+                lambda: self._release(conn, account, block, reason, by, time.time()),
+            )
+
+    def reassign_practice_slot(
+        self, block: int, slot: int, account: str, reason: str, by: str, finished: Finished | None = None
+    ) -> dict[str, Any]:
         """Give slot ``slot`` of ``block`` to ``account``, releasing whoever held it, in one transaction.
 
-        Raises ValueError when the account already had this block (an item is never answered twice).
+        Raises ValueError when the account already had this block (an item is never answered twice) or, with
+        ``finished`` (the rule of published blocks), when the block is published or retired: its items are public.
         """
         t = practice_assignments_t
         with self._write() as conn:
             self._lock(conn, _SUBMIT_LOCK + 2)
+            if finished is not None:
+                self._lock(conn, _SUBMIT_LOCK + 3)
+                snap = self._snapshot(conn)
+                if block in snap.retired or block in finished(snap):
+                    raise ValueError(
+                        f"block {block} was published (its items, responses and outputs are public): its slots are "
+                        f"never given again; {account!r} gets a new block by starting"
+                    )
             had = conn.execute(sa.select(t.c.account).where(t.c.account == account, t.c.block == block)).first()
             if had is not None:
                 raise ValueError(f"{account!r} already had block {block}: choose another practitioner")
@@ -294,6 +335,27 @@ class PracticeStore(StoreCore):
             for holder in list(holders):
                 self._release(conn, holder, block, reason, by, now)
             return self._insert_assignment(conn, account, block, slot, now)
+
+    def _retiring(
+        self, conn: Connection, finished: Finished | None, reason: str, by: str, change: Callable[[], T]
+    ) -> T:
+        """``change()`` in this transaction; with ``finished`` (the blocks all of whose raters finished them, the
+        rule of tcmqa.leaderboard.practice, so the published ones), every block finished before the change and
+        not after it is retired: its items, responses and outputs are public, so its freed slot is never handed
+        out again (the next practitioner gets a new block). Serialized with assignments and responses."""
+        if finished is None:
+            return change()
+        self._lock(conn, _SUBMIT_LOCK + 2)
+        self._lock(conn, _SUBMIT_LOCK + 3)
+        before = finished(self._snapshot(conn))
+        result = change()
+        after = self._snapshot(conn)
+        for block in sorted(before - finished(after) - after.retired):
+            conn.execute(
+                sa.insert(practice_retired_t).values(block=block, retired_at=time.time(), reason=reason, retired_by=by)
+            )
+            log.info("practice block %d reopened after publication (%s): retired", block, reason)
+        return result
 
     def record_practice_response(self, row: dict[str, Any], daily_cap: int | None = None) -> tuple[bool, dict]:
         """Store one response; ``(False, the stored one)`` when this account already answered this item.

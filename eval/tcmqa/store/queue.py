@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from tcmqa.store.core import _SUBMIT_LOCK
-from tcmqa.store.jobs import FAILED, FINISHED, PENDING, RUNNING, Job, JobRows, new_job
+from tcmqa.store.jobs import CLAIM_ORDER, FAILED, FINISHED, PENDING, RUNNING, Job, JobRows, new_job
 from tcmqa.store.results import _jsonable
 from tcmqa.store.tables import jobs_t, outcomes_t, outputs_t, probes_t, publications_t, results_t
 
@@ -125,7 +125,8 @@ class QueueStore(JobRows):
         return self._any(lambda _now: (jobs_t.c.status == PENDING,))
 
     def claim(self, worker: str) -> Job | None:
-        """Atomically move the oldest PENDING job to RUNNING for this worker, or return None."""
+        """Atomically move the oldest PENDING job to RUNNING for this worker, or return None; back-fills wait
+        below every submission (``CLAIM_ORDER``)."""
         if not self._any(_claimable):
             return None
         with self._write() as conn:
@@ -133,7 +134,7 @@ class QueueStore(JobRows):
                 conn.execute(
                     sa.select(jobs_t)
                     .where(*_claimable(self._now(conn)))
-                    .order_by(jobs_t.c.submitted_at, jobs_t.c.id)
+                    .order_by(sa.case(CLAIM_ORDER, value=jobs_t.c.kind, else_=0), jobs_t.c.submitted_at, jobs_t.c.id)
                     .limit(1)
                     .with_for_update(skip_locked=True)  # PostgreSQL; SQLite holds its write lock already
                 )

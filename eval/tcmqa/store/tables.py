@@ -32,6 +32,8 @@ jobs_t = sa.Table(
     sa.Column("status_at", _F, nullable=False, server_default="0"),
     sa.Column("not_before", _F),  # a PENDING job released by a transient failure waits until then (migration 6)
     sa.Column("retries", sa.Integer, nullable=False, server_default="0"),  # its transient failures so far
+    # "eval" (a submission) or "backfill" (the hidden pool only, for a finished eval's row; migration 11)
+    sa.Column("kind", _T, nullable=False, server_default="eval"),
 )
 results_t = sa.Table(
     "results",
@@ -98,7 +100,10 @@ def _partial_index(name: str, table: sa.Table, columns: list[str], where: str, u
 
 
 # Every index of the latest schema (a migration creates each when its version introduces it).
-_partial_index("one_live_job", jobs_t, ["model", "revision", "protocol"], "status != 'FAILED'", unique=True)
+LIVE_EVAL = "status != 'FAILED' AND kind = 'eval'"  # one submission per key (back-fills since migration 11)
+LIVE_BACKFILL = "status IN ('PENDING', 'RUNNING') AND kind = 'backfill'"  # one waiting back-fill per key
+_partial_index("one_live_job", jobs_t, ["model", "revision", "protocol"], LIVE_EVAL, unique=True)
+_partial_index("one_live_backfill", jobs_t, ["model", "revision", "protocol"], LIVE_BACKFILL, unique=True)
 sa.Index("by_status", jobs_t.c.status, jobs_t.c.submitted_at)
 sa.Index("by_user", jobs_t.c.user, jobs_t.c.submitted_at)
 sa.Index("by_status_at", jobs_t.c.status_at)
@@ -146,6 +151,14 @@ practice_block_info_t = sa.Table(
     sa.Column("kind", _T, nullable=False),  # "fresh" | "top_up"
     sa.Column("created_at", _F, nullable=False),
 )
+practice_retired_t = sa.Table(
+    "practice_retired",
+    _meta,
+    sa.Column("block", sa.Integer, primary_key=True),  # a block reopened after it was published: never refilled
+    sa.Column("retired_at", _F, nullable=False),
+    sa.Column("reason", _T, nullable=False),  # the decision that reopened it
+    sa.Column("retired_by", _T, nullable=False),
+)
 practice_exclusions_t = sa.Table(
     "practice_exclusions",
     _meta,
@@ -172,8 +185,87 @@ practice_responses_t = sa.Table(
     sa.Column("seconds_paused", _F),
     sa.Column("recorded_at", _F, nullable=False),
 )
+practitioner_keys_t = sa.Table(  # local mode's practitioner sessions (tcmqa.leaderboard.identity)
+    "practitioner_keys",
+    _meta,
+    sa.Column("account", _T, primary_key=True),
+    sa.Column("key_digest", _T, nullable=False),  # SHA-256 of the key the account's first start issued
+    sa.Column("issued_at", _F, nullable=False),
+)
 sa.Index("practice_block_item", practice_blocks_t.c.block, practice_blocks_t.c.item_id, unique=True)
 sa.Index("practice_by_block", practice_assignments_t.c.block)
 sa.Index("practice_responses_by_time", practice_responses_t.c.account, practice_responses_t.c.recorded_at)
 sa.Index("practitioner_number", practitioners_t.c.number, unique=True)
 _PRACTICE_TABLES_5 = (practice_block_info_t, practice_exclusions_t)  # came with migration 5
+
+
+# The fresh pool (tcmqa.store.pool; migration 9): items practitioners write, their reviews, every event.
+fresh_items_t = sa.Table(
+    "fresh_items",
+    _meta,
+    sa.Column("id", _T, primary_key=True),  # "fresh-00001": never a public item's id
+    sa.Column("number", sa.Integer, nullable=False, unique=True),  # the id's number, given in order
+    sa.Column("writer", _T, nullable=False),  # the account that wrote it (the study lead for an imported item)
+    sa.Column("origin", _T, nullable=False),  # "written" | "imported"
+    sa.Column("state", _T, nullable=False),  # draft | in_review | accepted | rejected | retired
+    sa.Column("revision", sa.Integer, nullable=False),  # 1; 2 once revised after a rejection
+    sa.Column("question", _T, nullable=False),
+    *(sa.Column(f"option_{letter.lower()}", _T, nullable=False) for letter in "ABCDE"),
+    sa.Column("answer", _T, nullable=False),  # the key's sorted letters, "BD"
+    sa.Column("answer_type", _T, nullable=False),  # "single" | "multi"
+    sa.Column("explanation", _T, nullable=False),
+    sa.Column("domains", _T, nullable=False),  # JSON list of 1-3 domain keys
+    sa.Column("difficulty", sa.Integer),  # the writer's intended difficulty, 1-5
+    sa.Column("own_work", sa.Integer, nullable=False),  # 1: the writer stated it is their own, unpublished work
+    sa.Column("created_at", _F, nullable=False),
+    sa.Column("submitted_at", _F),  # into review (the latest revision)
+    sa.Column("accepted_at", _F),  # the release date
+    sa.Column("retired_at", _F),  # made public
+    sa.Column("updated_at", _F, nullable=False),
+)
+fresh_reviews_t = sa.Table(
+    "fresh_reviews",
+    _meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("item_id", _T, nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),  # the item's revision this review reads
+    sa.Column("role", _T, nullable=False),  # "reviewer" (answers blind, then judges) | "rater" (answers blind only)
+    sa.Column("reviewer", _T, nullable=False),
+    sa.Column("assigned_at", _F, nullable=False),
+    sa.Column("assigned_by", _T, nullable=False),  # "auto", or the lead who reassigned it
+    # the blind answer, before the key is readable
+    sa.Column("selected", _T),  # the letters answered, "BD"; NULL: not answered yet
+    sa.Column("blind_difficulty", sa.Integer),
+    sa.Column("seconds", _F),
+    sa.Column("answered_at", _F),
+    # the judgement, once the key and explanation were read
+    sa.Column("key_correct", sa.Integer),
+    sa.Column("keyed_exact", sa.Integer),  # exactly the keyed options are correct
+    sa.Column("clear", sa.Integer),
+    sa.Column("sound", sa.Integer),  # sound TCM
+    sa.Column("original", sa.Integer),
+    sa.Column("problems", _T),  # JSON list of MMLU-Redux categories
+    sa.Column("comment", _T),
+    sa.Column("accepts", sa.Integer),  # 1 accept, 0 reject
+    sa.Column("judged_at", _F),
+    sa.Column("released_at", _F),  # NULL: the reviewer holds it; else reassigned to another
+    sa.Column("released_by", _T),
+    sa.Column("released_reason", _T),
+)
+fresh_events_t = sa.Table(
+    "fresh_events",
+    _meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("item_id", _T, nullable=False),  # a public item's id for "refused_duplicate": a copy of it was refused
+    sa.Column("action", _T, nullable=False),  # write | submit | assign | answer | judge | revise | ... | retire
+    sa.Column("from_state", _T),
+    sa.Column("to_state", _T),
+    sa.Column("who", _T, nullable=False),
+    sa.Column("at", _F, nullable=False),
+    sa.Column("review_id", sa.Integer),
+)
+sa.Index("fresh_review_once", fresh_reviews_t.c.item_id, fresh_reviews_t.c.reviewer, unique=True)
+sa.Index("fresh_reviews_by_reviewer", fresh_reviews_t.c.reviewer)
+sa.Index("fresh_items_by_state", fresh_items_t.c.state)
+sa.Index("fresh_events_by_item", fresh_events_t.c.item_id, fresh_events_t.c.id)
+FRESH_TABLES = (fresh_items_t, fresh_reviews_t, fresh_events_t)  # came with migration 9

@@ -18,8 +18,12 @@ seconds paused, then advances to the next unanswered item.
 * Idempotency: one response per (account, item) is a key of the store's table; a replayed or
   double-clicked submission records nothing new and returns the stored one.
 * Independence: :meth:`Practice.current` returns an :class:`ItemView` without the reference answer; the
-  answer appears only in :meth:`Practice.report`, once the account's block is complete; a block's
-  responses enter the configs the Space serves and publishes only once all its raters finished it.
+  answer appears only in :meth:`Practice.report`, once every rater of the block finished it
+  (:class:`ReviewWaits` until then). Nothing of an open block (:func:`open_block_items`, the one rule)
+  leaves the store: its responses (the study's on its items too) enter the configs the Space serves and
+  publishes, and the models' outputs on its items the Hub, only once all its raters finished it. A block
+  reopened after that (a rater excluded or released) is retired, never handed out again. An admin
+  (the study lead) cannot rate.
 * People: one pseudonym per person ("S" + a keyed hash of the person's number, never an account name
   nor a study id "P..."), derived when rows are published or exported: a key change renames, never
   duplicates. The subset is the items with exactly N (``raters``) responses; the majority is strict.
@@ -51,7 +55,7 @@ from tcmqa.leaderboard.practice.assignment import (
 )
 from tcmqa.leaderboard.practice.clock import AWAY_S, ItemClocks
 from tcmqa.leaderboard.practice.console import PracticeConsole
-from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S, NotAllowed, open_block_items
+from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S, NotAllowed, ReviewWaits, open_block_items
 from tcmqa.leaderboard.practice.text import item_markdown, report_markdown
 from tcmqa.schema import DOMAINS
 from tcmqa.store import DailyCapReached, Store
@@ -69,6 +73,7 @@ __all__ = [
     "NotAllowed",
     "Practice",
     "PracticeLoader",
+    "ReviewWaits",
     "item_markdown",
     "open_block_items",
     "report_markdown",

@@ -17,13 +17,26 @@ from typing import Any
 
 import pandas as pd
 
+from tcmqa import forms
 from tcmqa.ingest import EXPORT_SCHEMA, PLATFORM_SCHEMA
 from tcmqa.leaderboard.practice.core import NotAllowed, counts, finished
 from tcmqa.leaderboard.practice.scoring import PracticeScoring
 from tcmqa.schema import DOMAINS
 
 PLATFORM_NUMBER = {key: str(i) for i, key in enumerate(DOMAINS, 1)}  # domain key -> "1".."10"
-PROGRESS_COLUMNS = ["block", "kind", "items", "slots", "raters", "excluded", "responses", "finished", "open_slots"]
+PROGRESS_COLUMNS = [
+    "block",
+    "kind",
+    "items",
+    "slots",
+    "raters",
+    "excluded",
+    "responses",
+    "finished",
+    "open_slots",
+    "published",
+    "retired",
+]
 
 
 class PracticeAdmin(PracticeScoring):
@@ -36,7 +49,8 @@ class PracticeAdmin(PracticeScoring):
 
     def progress(self, admin: str | None) -> pd.DataFrame:
         """Per block: kind, items, slots, raters holding a slot (excluded ones among all assigned),
-        responses and raters who finished (of those that count), open slots, published."""
+        responses and raters who finished (of those that count), open slots (none in a retired block),
+        published, retired (reopened after it was published: never refilled)."""
         self._admin(admin)
         snap = self.store.practice_snapshot()
         published = self._finished_blocks(snap)
@@ -44,6 +58,7 @@ class PracticeAdmin(PracticeScoring):
         for block, items in sorted(snap.blocks.items()):
             members = [a for a in snap.assignments if a["block"] == block]
             counted = [a for a in members if counts(snap, a)]
+            free = self._block_raters(snap, block) - sum(self._holds(snap, a) for a in members)
             rows.append(
                 {
                     "block": block,
@@ -54,24 +69,26 @@ class PracticeAdmin(PracticeScoring):
                     "excluded": sum(a["account"] in snap.excluded for a in members),
                     "responses": sum(snap.activity.get((a["account"], block), (0, 0.0))[0] for a in counted),
                     "finished": sum(finished(snap, a) for a in counted),
-                    "open_slots": self._block_raters(snap, block) - sum(self._holds(snap, a) for a in members),
+                    "open_slots": 0 if block in snap.retired else free,
                     "published": block in published,
+                    "retired": block in snap.retired,
                 }
             )
-        return pd.DataFrame(rows, columns=[*PROGRESS_COLUMNS, "published"])
+        return pd.DataFrame(rows, columns=PROGRESS_COLUMNS)
 
     def exclude(self, admin: str | None, account: str, reason: str, excluded: bool = True) -> None:
         """Exclude a practitioner, or re-include one (``excluded=False``), with a reason; both are kept.
 
-        An excluded practitioner's responses leave the configs, the subset and every human figure at once,
-        and their slot is offered to the next new practitioner. Re-included before that slot is refilled,
-        they hold it again and their responses come back; once refilled, their responses stay out (the
-        items were answered again by the new holder) and they get a new block when they return.
+        An excluded practitioner's responses leave the configs, the subset and every human figure at once.
+        In a block still open their slot is offered to the next new practitioner; re-included before that slot
+        is refilled, they hold it again and their responses come back; once refilled, their responses stay out
+        (the items were answered again by the new holder) and they get a new block when they return. A block
+        that was published is retired instead: its items are public, so its slot is never handed out again
+        and its items leave the subset (they are never drawn again) until the practitioner is re-included.
         """
+        reason = _reason(reason, "an exclusion" if excluded else "re-including")
         admin = self._admin(admin)
-        if not (reason or "").strip():
-            raise ValueError(f"{'an exclusion' if excluded else 're-including'} needs a reason")
-        if not self.store.exclude_practitioner(account, reason.strip(), admin, excluded):
+        if not self.store.exclude_practitioner(account, reason, admin, excluded, self._finished_blocks):
             raise ValueError(f"no practitioner {account!r}")
 
     def include(self, admin: str | None, account: str, reason: str) -> None:
@@ -81,20 +98,19 @@ class PracticeAdmin(PracticeScoring):
     def release_slot(self, admin: str | None, account: str, block: int, reason: str) -> None:
         """Free the slot ``account`` holds in ``block`` for the next new practitioner, with a reason.
 
-        Their answers stay stored but leave the configs (the new holder answers the whole block).
+        Their answers stay stored but leave the configs (the new holder answers the whole block); a published
+        block is retired instead of refilled (see :meth:`exclude`).
         """
+        reason = _reason(reason, "releasing a slot")
         admin = self._admin(admin)
-        if not (reason or "").strip():
-            raise ValueError("releasing a slot needs a reason")
-        if not self.store.release_practice_slot(account, int(block), reason.strip(), admin):
+        if not self.store.release_practice_slot(account, int(block), reason, admin, self._finished_blocks):
             raise ValueError(f"{account!r} holds no slot in block {block}")
 
     def reassign_slot(self, admin: str | None, block: int, slot: int, account: str, reason: str) -> dict[str, Any]:
         """Give slot ``slot`` of ``block`` to ``account`` (a confirmed practitioner who never had this block),
-        releasing whoever held it; returns the new assignment."""
+        releasing whoever held it; returns the new assignment. Refused for a published or retired block."""
+        reason = _reason(reason, "reassigning a slot")
         admin = self._admin(admin)
-        if not (reason or "").strip():
-            raise ValueError("reassigning a slot needs a reason")
         snap = self.store.practice_snapshot()
         if int(block) not in snap.blocks:
             raise ValueError(f"no practice block {block}")
@@ -104,7 +120,7 @@ class PracticeAdmin(PracticeScoring):
             self._allowed(account)
         except NotAllowed as err:
             raise ValueError(f"{account!r} cannot take a slot: {err}") from None
-        return self.store.reassign_practice_slot(int(block), int(slot), account, reason.strip(), admin)
+        return self.store.reassign_practice_slot(int(block), int(slot), account, reason, admin, self._finished_blocks)
 
     def export_platform_db(self, admin: str | None, path: str | os.PathLike) -> Path:
         """The whole study (the imported study and the Space's published responses: :meth:`configs`) in the
@@ -172,3 +188,12 @@ class PracticeAdmin(PracticeScoring):
         finally:
             con.close()
         return path
+
+
+def _reason(text: str | None, decision: str) -> str:
+    """A decision's reason, stripped: plain text of at most :data:`tcmqa.forms.MAX_REASON` characters
+    (:class:`tcmqa.forms.FormError`), and given (ValueError saying which decision needs it)."""
+    reason = forms.checked("reason", text, max_chars=forms.MAX_REASON, lines=True)
+    if not reason:
+        raise ValueError(f"{decision} needs a reason")
+    return reason

@@ -1,9 +1,11 @@
 """The study lead's console (admins only): what each practitioner did, the flagged items, the slots and
 the decisions, as tables the Practitioners tab renders.
 
-These read everything stored, open blocks included (the admin is not a rater); nothing here is
-published. Accuracy is against the reference answer; agreement is with the co-raters who answered the
-same items (the study's and the Space's responses that count).
+Nothing here is published, and nothing shows an item of an open block (:func:`open_items`): no flag,
+comment or reference answer of it, though each practitioner's counts and rates include their answers
+there (an admin cannot rate: ``core.ADMIN_NOT_RATER``). Accuracy is against the reference answer;
+agreement is with the co-raters who answered the same items (the study's and the Space's responses that
+count).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import statistics
 import pandas as pd
 
 from tcmqa.leaderboard.practice.admin import PracticeAdmin
-from tcmqa.leaderboard.practice.core import counts, finished
+from tcmqa.leaderboard.practice.core import counts, finished, open_items
 
 PRACTITIONER_COLUMNS = [
     "account",
@@ -60,9 +62,11 @@ class PracticeConsole(PracticeAdmin):
     def practitioners_table(self, admin: str | None) -> pd.DataFrame:
         """One row per Space practitioner: blocks, answered, accuracy (%) against the reference, agreement
         (%) with co-raters on the same items, median seconds per item, the longest run of identical
-        answers, flags with their comments, last active (UTC), and whether excluded, why and by whom."""
+        answers, flags with their comments (none on an item of an open block), last active (UTC), and whether
+        excluded, why and by whom."""
         self._admin(admin)
         snap = self.store.practice_snapshot()
+        withheld = open_items(snap, self.raters)
         names = self._pseudonyms()
         counted = {(a["account"], a["block"]) for a in snap.assignments if counts(snap, a)}
         stored = self.store.practice_responses()
@@ -89,7 +93,7 @@ class PracticeConsole(PracticeAdmin):
                 others = [a for who, a in answers.get(r["item_id"], []) if who != p["account"]]
                 agree.extend(a == s for a in others)
             seconds = [r["seconds"] for r in mine if r["seconds"] is not None]
-            flags = [r for r in mine if r["flagged"]]
+            flags = [r for r in mine if r["flagged"] and r["item_id"] not in withheld]
             rows.append(
                 {
                     "account": p["account"],
@@ -112,13 +116,17 @@ class PracticeConsole(PracticeAdmin):
 
     def flagged_items(self, admin: str | None) -> pd.DataFrame:
         """Every item a practitioner flagged (here or in the study), most flags first, with every comment
-        ("account: comment"); the reference answer is shown (the admin reviews the item)."""
+        ("account: comment"); the reference answer is shown (the admin reviews the item). Items of open
+        blocks are left out until their blocks are finished."""
         self._admin(admin)
+        withheld = open_items(self.store.practice_snapshot(), self.raters)
         flags: dict[str, list[dict]] = collections.defaultdict(list)
         for r in self.store.practice_responses():
-            if r["flagged"]:
+            if r["flagged"] and r["item_id"] not in withheld:
                 flags[r["item_id"]].append(r)
-        study = collections.Counter(r["item_id"] for r in self.imported if r["flagged"])
+        study = collections.Counter(
+            r["item_id"] for r in self.imported if r["flagged"] and r["item_id"] not in withheld
+        )
         rows = []
         for item_id in sorted(set(flags) | set(study)):
             item = self.items.get(item_id, {})

@@ -3,9 +3,10 @@
 :class:`PracticeCore` holds the state (the parameters are :class:`tcmqa.leaderboard.practice.Practice`'s),
 an account's standing (signed in, licence confirmed, excluded) and the gate every practitioner action
 passes, and the one home of the slot rules every other part reads: which assignment holds its slot
-(:meth:`PracticeCore._holds`), whose responses count (:func:`counts`) and which blocks all their raters
-have finished (:func:`finished_blocks`, :func:`open_block_items`). The parts (assignment, scoring, admin,
-console) are mixins over it, composed into ``Practice``.
+(:meth:`PracticeCore._holds`), whose responses count (:func:`counts`), which blocks all their raters
+have finished (:func:`finished_blocks`) and which are open (:func:`open_blocks`, :func:`open_block_items`:
+the one rule of what may not leave the store, read by every publisher and page). The parts (assignment,
+scoring, admin, console) are mixins over it, composed into ``Practice``.
 """
 
 from __future__ import annotations
@@ -16,16 +17,28 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from tcmqa import forms
 from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY, person_pseudonym
 from tcmqa.schema import BLOCK_SIZE, RATERS_PER_ITEM, SPACE, STUDY
 from tcmqa.store import Store
 from tcmqa.store.practice import PracticeSnapshot
 
+MAX_LICENCE_NUMBER = 64  # characters of the optional licence number
 ABANDON_AFTER_S = 14 * 86400.0  # a slot whose practitioner answered nothing for this long is offered to another
 
 
 class NotAllowed(Exception):
     """The account may not do this (not signed in, not confirmed, excluded, not its item, not an admin)."""
+
+
+class ReviewWaits(NotAllowed):
+    """The account finished its block, but a co-rater has not: the review waits for the block."""
+
+
+ADMIN_NOT_RATER = (
+    "a study lead (an account in TCMQA_ADMINS) cannot answer items: the console reads every practitioner's "
+    "work, so a lead's answers would not be independent. Answer from an account that is not an admin"
+)
 
 
 def study_rows(imported: Iterable[dict]) -> list[dict]:
@@ -70,12 +83,23 @@ def finished_blocks(snap: PracticeSnapshot, raters: int) -> set[int]:
     return {b for b in snap.blocks if done[b] >= block_raters(snap, b, raters)}
 
 
+def open_blocks(snap: PracticeSnapshot, raters: int) -> set[int]:
+    """Blocks still being answered: not finished by all their raters, and not retired (a block reopened after
+    it was published is never answered again). Nothing of an open block leaves the store: not the models'
+    outputs on its items, not the responses (the study's included), not the review, on the Hub or any page."""
+    return set(snap.blocks) - finished_blocks(snap, raters) - snap.retired
+
+
+def open_items(snap: PracticeSnapshot, raters: int) -> set[str]:
+    """The items of every open block (:func:`open_blocks`)."""
+    return {item for block in open_blocks(snap, raters) for item in snap.blocks[block]}
+
+
 def open_block_items(store: Store, raters: int = RATERS_PER_ITEM) -> set[str]:
-    """The items of every practice block not yet finished by all its raters, read from the store now
-    (the item explorer withholds their answers, explanations and responses)."""
-    snap = store.practice_snapshot()
-    done = finished_blocks(snap, raters)
-    return {item for block, items in snap.blocks.items() if block not in done for item in items}
+    """The items of every open block, read from the store now: what the publisher, the explorer, the
+    comparison, the console and the configs withhold (``raters``: the N of blocks made before the store
+    kept each block's slots)."""
+    return open_items(store.practice_snapshot(), raters)
 
 
 class PracticeCore:
@@ -126,17 +150,24 @@ class PracticeCore:
         }
 
     def confirm(self, account: str | None, licence: bool, licence_number: str | None = None) -> None:
-        """The account confirms once that it holds a TCM licence (an optional number, kept private)."""
+        """The account confirms once that it holds a TCM licence (an optional number, kept private; its form,
+        at most :data:`MAX_LICENCE_NUMBER` characters and no control character, is checked first: FormError);
+        an admin cannot (:data:`ADMIN_NOT_RATER`)."""
+        number = forms.checked("licence number", licence_number, max_chars=MAX_LICENCE_NUMBER) or None
         if not account:
             raise NotAllowed("sign in first")
+        if account in self.admins:
+            raise NotAllowed(ADMIN_NOT_RATER)
         if not licence:
             raise NotAllowed("answering is limited to practitioners who confirm they hold a TCM licence")
-        number = (licence_number or "").strip()[:64] or None
         self.store.confirm_licence(account, number)
 
     def _allowed(self, account: str | None) -> str:
+        """The account, if it may answer: signed in, not an admin, confirmed, not excluded."""
         if not account:
             raise NotAllowed("sign in first")
+        if account in self.admins:
+            raise NotAllowed(ADMIN_NOT_RATER)
         record = self.store.practitioner(account)
         if record is None or not record.get("confirmed_at"):
             raise NotAllowed("confirm that you hold a TCM licence first")
@@ -163,6 +194,12 @@ class PracticeCore:
 
     def _finished_blocks(self, snap: PracticeSnapshot) -> set[int]:
         return finished_blocks(snap, self.raters)
+
+    def _open_blocks(self, snap: PracticeSnapshot) -> set[int]:
+        return open_blocks(snap, self.raters)
+
+    def _open_items(self, snap: PracticeSnapshot) -> set[str]:
+        return open_items(snap, self.raters)
 
     def _pseudonyms(self) -> dict[str, str]:
         """Account -> its one public pseudonym (from the person number, never the account name)."""

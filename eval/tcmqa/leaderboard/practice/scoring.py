@@ -17,8 +17,9 @@ import pandas as pd
 
 from tcmqa.ingest import BuildReport, make_subset
 from tcmqa.leaderboard import model_outputs, outcomes
-from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore, counts
+from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore, ReviewWaits, counts, finished
 from tcmqa.schema import DOMAINS, SPACE
+from tcmqa.store.practice import PracticeSnapshot
 
 REVIEW_MODELS = 10  # the models whose answers a block's review shows beside each item
 
@@ -32,7 +33,8 @@ class PracticeScoring(PracticeCore):
         """A finished block item by item, for the practitioner's review: the item, their answer, the
         reference and explanation, and the answers of the ``REVIEW_MODELS`` models best on the block (one run
         per model, the runs :meth:`report`'s accuracy uses; a thousand models' answers would bury the item).
-        Only for a complete block: call it after :meth:`report` succeeded."""
+        Only for a block no longer open (:meth:`report` says why not): :class:`ReviewWaits` until then."""
+        self._review_waits(self.store.practice_snapshot(), block)
         mine = {r["item_id"]: r for r in self.store.practice_responses(account=account, block=block)}
         order = self.store.practice_block_items(block)
         models: dict[str, dict[str, list[str]]] = {i: {} for i in order}
@@ -58,7 +60,9 @@ class PracticeScoring(PracticeCore):
         """The account's accuracy on a completed block: against the reference, against the other raters
         (all of them, as they stand now), by domain, and the models' accuracy on the same items.
 
-        Raises :class:`NotAllowed` while the block is not complete: the answers stay hidden until then.
+        Raises :class:`NotAllowed` while the account has not answered the whole block, and
+        :class:`ReviewWaits` while the block is open (a co-rater is still answering): the reference, the
+        other raters' and the models' answers stay hidden from every rater until the block is finished.
         """
         if not account:
             raise NotAllowed("sign in first")
@@ -73,6 +77,7 @@ class PracticeScoring(PracticeCore):
         if len(mine) < len(items):
             raise NotAllowed(f"the block is not complete ({len(mine)} of {len(items)} answered)")
         snap = self.store.practice_snapshot()
+        self._review_waits(snap, block)
         raters = {a["account"] for a in snap.assignments if a["block"] == block and counts(snap, a)}
         others = [r for r in self.store.practice_responses(block=block) if r["account"] in raters - {account}]
         other_by_item: dict[str, list[list[str]]] = collections.defaultdict(list)
@@ -111,6 +116,18 @@ class PracticeScoring(PracticeCore):
             "by_domain": by_domain,
             "models": self.models_on(items),
         }
+
+    def _review_waits(self, snap: PracticeSnapshot, block: int) -> None:
+        """Raises :class:`ReviewWaits` while ``block`` is open: a co-rater is still answering its items."""
+        if block not in self._open_blocks(snap):
+            return
+        n = self._block_raters(snap, block)
+        done = sum(counts(snap, a) and finished(snap, a) for a in snap.assignments if a["block"] == block)
+        raise ReviewWaits(
+            f"you have answered every item of block {block}. Its review opens once all its {n} raters have "
+            f"finished it ({done} of {n} so far): until then nobody sees the reference or anyone else's choices. "
+            "Come back to it later, or start your next block"
+        )
 
     def models_on(self, item_ids: Sequence[str]) -> pd.DataFrame:
         """Every model with recorded outputs (and published ones, where ``self.data`` names the data the Space
@@ -151,8 +168,9 @@ class PracticeScoring(PracticeCore):
 
     def configs(self, include_flagged: bool = False) -> dict[str, list[dict]]:
         """The ``responses`` and ``subset`` configs the Space serves and publishes: the pinned study's rows
-        plus :meth:`response_rows`; the subset is ``ingest.make_subset`` (the study's items with the study's
-        N, the Space's with this Space's N).
+        plus :meth:`response_rows`, nothing of an item in an open block (a top-up block's study rows wait with
+        it); the subset is ``ingest.make_subset`` (the study's items with the study's N, the Space's with this
+        Space's N).
 
         Cached on the store's practice version (a response, an exclusion or a slot change rebuilds them).
         """
@@ -160,7 +178,8 @@ class PracticeScoring(PracticeCore):
         with self._cache_lock:
             if self._cache is not None and self._cache[0] == (version, include_flagged):
                 return self._cache[1]
-        responses = self.imported + self.response_rows()
+        withheld = self._open_items(self.store.practice_snapshot())
+        responses = [r for r in self.imported if r["item_id"] not in withheld] + self.response_rows()
         subset = make_subset(responses, self.items, BuildReport(), include_flagged, self.raters, self.study_raters)
         tables = {"responses": responses, "subset": subset}
         with self._cache_lock:
