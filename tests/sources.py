@@ -81,3 +81,10 @@ def loading_script():
     sys.modules[spec.name] = module  # dataclasses resolve the module's annotations through sys.modules
     spec.loader.exec_module(module)
     return module
+
+
+def wrong_answer(key: list[str]) -> list[str]:
+    """A wrong answer of the key's kind: one letter for a single-answer item, two for a multi-answer one (the
+    Space records a multi-answer item's answer only with two or more letters)."""
+    wrong = ["E"] if len(key) == 1 else ["D", "E"]
+    return wrong if sorted(key) != wrong else ["A", "B"][: len(wrong)]

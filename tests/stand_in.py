@@ -8,7 +8,8 @@ same ``--out``. Each start appends ``model pid parent-pid first-step`` to ``$STA
 ``$STAND_IN_NETWORK_FAILS=N``: the model's first N starts fail as the harness does when the Hub is down
 (a ConnectionError, exit ``EXIT_TRANSIENT``), and so does every start while the file ``$STAND_IN_HUB_DOWN``
 exists (the fake Hub's ``down_flag``: its outage, met by the model download at start). ``$STAND_IN_DUMP``: a
-file each start writes its argv and environment to (JSON).
+file each start writes its argv and environment to (JSON). ``$STAND_IN_ENGINE_ARGS``: a file holding the
+results row's engine_args.
 """
 
 STAND_IN = r"""
@@ -57,6 +58,8 @@ row = {name: None for name in RESULTS} | {"model": a.model, "full": 20.0, "n": 1
                                           "revision": os.environ.get("STAND_IN_REVISION", revision)}
 if os.environ.get("STAND_IN_BAD_ROW"):
     row["full"] = "twenty"
+if os.environ.get("STAND_IN_ENGINE_ARGS"):  # what a tampered harness might record
+    row["engine_args"] = Path(os.environ["STAND_IN_ENGINE_ARGS"]).read_text()
 (out / "results.json").write_text(json.dumps(row))
 if a.probes:
     print("rotations: 100%|##########| 1/1 [00:00<00:00, 9.00item/s]", flush=True)

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
+from sources import wrong_answer
 from test_practitioner_reference import answer_all, confirm, corpus, study_tree_of
 
 import tcmqa.store as store_module
@@ -242,7 +243,7 @@ def test_board_sets_the_subset_columns_in_place_after_a_response(
             p.submit(
                 account,
                 view.item_id,
-                key if rng.random() < 0.7 else ["E"],
+                key if rng.random() < 0.7 else wrong_answer(key),
                 domains=["other"],
                 difficulty=2,
                 seconds=5.0,
@@ -319,7 +320,7 @@ def test_subset_ci_recounted_with_subset(tmp_path: Path) -> None:
     for account in ("ann", "bo"):
         while (view := p.current(account)) is not None:
             key = list(p.items[view.item_id]["answer"])
-            letters = key if rng.random() < 0.6 else ["E"]
+            letters = key if rng.random() < 0.6 else wrong_answer(key)
             p.submit(account, view.item_id, letters, domains=["other"], difficulty=2, seconds=5.0)
             subset = p.subset_majority()
             on_subset = pd.Series([right[i] for i in subset if i in right], dtype=bool)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from sources import DEMO_ITEMS
+from sources import DEMO_ITEMS, wrong_answer
 
 from tcmqa.build import build
 from tcmqa.data import load_config
@@ -53,7 +53,7 @@ def answer_all(practice: Practice, account: str, right: bool = True) -> list[str
     done = []
     while (view := practice.current(account)) is not None:
         item = practice.items[view.item_id]
-        letters = list(item["answer"]) if right else (["E"] if item["answer"] != ["E"] else ["A"])
+        letters = list(item["answer"]) if right else wrong_answer(item["answer"])
         answer(practice, account, view.item_id, letters)
         done.append(view.item_id)
     return done

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
+from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db, wrong_answer
 from space_fixtures import (
     BROWSER,
     SHOTS,
@@ -97,7 +97,7 @@ def test_practitioner_browser_answers_reloads_and_resumes(tmp_path: Path, multi_
                 kinds.append(item["answer_type"])
                 group = page.locator("#practice-multi" if item["answer_type"] == "multi" else "#practice-single")
                 expect(group).to_be_visible()
-                for letter in item["answer"] if n != 3 else ["E" if item["answer"] != ["E"] else "A"]:
+                for letter in item["answer"] if n != 3 else wrong_answer(item["answer"]):
                     group.get_by_text(f"{letter}. {item['options'][letter]}", exact=True).click()
                 page.locator("#practice-domains").get_by_text("中藥本草學 (materia_medica)").click()
                 page.locator("#practice-difficulty").get_by_text(str(1 + n % 5), exact=True).click()
@@ -197,12 +197,12 @@ def test_practitioner_browser_keyboard_flow_errors_and_review(tmp_path: Path, mu
         for letter, text in first["options"].items():
             assert page.get_by_text(text, exact=False).count() >= 1
             expect(page.locator("#practice-question")).not_to_contain_text(f"{letter}. {text}")
-        wrong = "E" if first["answer"] != ["E"] else "A"
+        wrong = wrong_answer(first["answer"])
         for n, item_id in enumerate(block_items, 1):
             item = items[item_id]
             expect(header).to_contain_text(f"item {n} of 4", timeout=30_000)
             group = "#practice-multi" if item["answer_type"] == "multi" else "#practice-single"
-            letters = [wrong] if n == 1 else list(item["answer"])
+            letters = wrong if n == 1 else list(item["answer"])
             if n == 2:  # the answer only: difficulty and domain are asked for, next to the controls
                 for letter in letters:
                     page.keyboard.press(letter)
@@ -246,13 +246,13 @@ def test_practitioner_browser_keyboard_flow_errors_and_review(tmp_path: Path, mu
             expect(review).to_contain_text(item["question"].strip().splitlines()[0])
             expect(review).to_contain_text(f"Reference: {', '.join(item['answer'])}")
             expect(review).to_contain_text(item["explanation"])
-        expect(review).to_contain_text(f"Your answer: {wrong} (✗ wrong)")
+        expect(review).to_contain_text(f"Your answer: {', '.join(wrong)} (✗ wrong)")
         expect(review).to_contain_text("org/model:")
         page.screenshot(path=SHOTS / "practitioner-13-block-review.png", full_page=True)
     stored = store.practice_responses(account="lan")
     assert len(stored) == 4
     assert all(r["difficulty"] in range(1, 6) and json.loads(r["domains"]) for r in stored)
-    assert json.loads(stored[0]["selected"]) == [wrong] and stored[1]["difficulty"] == 4
+    assert json.loads(stored[0]["selected"]) == wrong and stored[1]["difficulty"] == 4
 
 
 def test_practitioner_browser_pause_reload_resume_timing(tmp_path: Path, multi_tree: Path) -> None:

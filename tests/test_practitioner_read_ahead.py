@@ -67,7 +67,8 @@ def test_admin_not_rater_and_console_shows_no_open_block(tmp_path: Path, study_t
     confirm(p, "ann", "bo", "cy")
     answer_all(p, "ann")
     view = p.current("bo")
-    p.submit("bo", view.item_id, ["B"], ["diagnosis_patterns"], 4, True, "SECRET-COMMENT", 20.0)
+    letters = ["B"] if view.answer_type == "single" else ["B", "C"]
+    p.submit("bo", view.item_id, letters, ["diagnosis_patterns"], 4, True, "SECRET-COMMENT", 20.0)
     # an account made a lead after it answered is refused from then on
     with pytest.raises(NotAllowed, match="cannot answer"):
         Practice(store, corpus(study_tree), study(study_tree), block_size=4, admins=["bo"]).current("bo")

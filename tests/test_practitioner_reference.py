@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from fakehub import FakeHub
-from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
+from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db, wrong_answer
 from space_fixtures import evaluated_model
 
 from tcmqa import tables
@@ -60,7 +60,7 @@ def answer_all(p: Practice, account: str, right: bool = True, **fields) -> list[
     done = []
     while (view := p.current(account)) is not None:
         key = list(p.items[view.item_id]["answer"])
-        letters = key if right else (["E"] if key != ["E"] else ["A"])
+        letters = key if right else wrong_answer(key)
         record = {"domains": ["diagnosis_patterns"], "difficulty": 2, "seconds": 9.0, "seconds_paused": 1.0, **fields}
         p.submit(account, view.item_id, letters, **record)
         done.append(view.item_id)
@@ -235,7 +235,7 @@ def test_practitioner_open_block_not_published(tmp_path: Path, study_tree: Path)
     answer_all(p, "ann")
     answer_all(p, "bo")
     view = p.current("cy")
-    p.submit("cy", view.item_id, ["A"], ["diagnosis_patterns"], 3, seconds=4.0)
+    p.submit("cy", view.item_id, list(p.items[view.item_id]["answer"]), ["diagnosis_patterns"], 3, seconds=4.0)
     n_study = len(p.imported)
     assert len(p.configs()["responses"]) == n_study and len(p.response_rows()) == 0
     assert open_block_items(store) == set(store.practice_block_items(view.block))
@@ -260,7 +260,7 @@ def test_practitioner_refill_excluded_and_inactive_slots(tmp_path: Path, study_t
     answer_all(p, "ann")
     answer_all(p, "bo")
     view = p.current("cy")
-    p.submit("cy", view.item_id, ["A"], ["diagnosis_patterns"], 3, seconds=4.0)
+    p.submit("cy", view.item_id, list(p.items[view.item_id]["answer"]), ["diagnosis_patterns"], 3, seconds=4.0)
     p.exclude("admin", "bo", "test account")
     time.sleep(0.6)  # cy answered one item, then nothing for longer than abandon_after_s
     di, ed = p.assignment("di"), p.assignment("ed")
@@ -340,7 +340,7 @@ def test_practitioner_console_tables(tmp_path: Path, study_tree: Path) -> None:
     p.submit(
         "cy",
         view.item_id,
-        ["B"],
+        ["B"] if view.answer_type == "single" else ["B", "C"],
         ["diagnosis_patterns"],
         5,
         flagged=True,

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from fakehub import FakeHub
 from gradio_client import Client
-from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
+from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db, wrong_answer
 from space_fixtures import ALL_ORIGINS, board, evaluated_model, hub_models, launch, local_settings
 
 from tcmqa.build import build
@@ -92,7 +92,7 @@ def test_practitioner_space_three_raters_majority_and_reference(space, half_tree
     for name, right in (("ann", True), ("bo", True), ("cy", False)):
         item_id = first_items[name]
         for step in range(5):
-            answer = items[item_id]["answer"] if right else (["E"] if items[item_id]["answer"] != ["E"] else ["A"])
+            answer = items[item_id]["answer"] if right else wrong_answer(items[item_id]["answer"])
             multi = items[item_id]["answer_type"] == "multi"
             single, many = (None, answer) if multi else (answer[0], [])
             result = clients[name].predict(

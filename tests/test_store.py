@@ -581,3 +581,29 @@ def test_practitioner_slots_and_exclusion_history(store: Store) -> None:
         store.reassign_practice_slot(7, 1, "bo", "back", "lead")
     stale = SlotPlan(block=7, slot=1, release=(("nobody", 7, "stale"),))
     assert store.assign_practice_block("dee", lambda snap, account: stale)["slot"] == 1
+
+
+UNKNOWN_SCHEMES = (
+    "postgresql+psycopg2://u:pw-typo@db.example/q",
+    "POSTGRESQL://u@db.example/q?password=pw-typo",
+    "mysql://u:pw-typo@db.example/q",
+    "sqlite3:///tmp/q.sqlite",
+)
+
+
+def test_unknown_scheme_refused_with_the_supported_ones_and_plain_paths_kept(tmp_path: Path, monkeypatch) -> None:
+    """A mistyped or unsupported scheme is refused before anything is created, never an empty SQLite queue in
+    a folder named after the URL; the message lists what is supported and repeats no password. A plain path,
+    relative or absolute, with a colon in a folder name or not, stays a folder with SQLite inside."""
+    monkeypatch.chdir(tmp_path)
+    for spec in UNKNOWN_SCHEMES:
+        with pytest.raises(ValueError, match="unknown store scheme") as raised:
+            open_store(spec)
+        message = str(raised.value)
+        assert "pw-typo" not in message and "sqlite:///FILE" in message and "postgresql://" in message
+    assert not any(tmp_path.iterdir())
+    for spec in ("plain", str(tmp_path / "absolute"), "./odd:name", "nested/mysql:x", "sqlite:legacy"):
+        store = open_store(spec)
+        assert isinstance(store, SQLiteStore) and store.root is not None and store.root.is_dir(), spec
+        store.close()
+    assert {p.name for p in tmp_path.iterdir()} == {"plain", "absolute", "odd:name", "nested", "legacy"}

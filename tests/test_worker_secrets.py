@@ -6,16 +6,21 @@ its argv and environment where ``$STAND_IN_DUMP`` says.
 
 from __future__ import annotations
 
+import argparse
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
+from tcmqa import flags, worker
 from tcmqa.harness import EvalConfig
-from tcmqa.store import Job, open_store
+from tcmqa.store import FAILED, Job, open_store, version_t
 from tcmqa.worker import WorkerConfig, child_env
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -152,7 +157,6 @@ def test_secrets_the_child_environment_is_an_allow_list() -> None:
         "HF_DATASETS_CACHE",
         "TCMQA_CACHE",
         "SITE_SCRATCH",
-        "TCMQA_CHILD_ENV",
     }
     assert env["HF_HUB_CACHE"] == "/cache" and env["HF_TOKEN_PATH"] == "/cache/no-token"  # no token file read
     assert "HF_TOKEN" not in env and "planted" not in json.dumps(env) and PASSWORD not in json.dumps(env)
@@ -161,3 +165,136 @@ def test_secrets_the_child_environment_is_an_allow_list() -> None:
     assert "HF_TOKEN" not in child_env(
         Job("g", "org/gated", SHA, "v1", "u", meta={"gated": True}), Path("/cache"), {"HF_TOKEN": "hf_write_token"}
     )  # a gated model with no read token configured gets no token at all, never the write token
+
+
+# A credential in every place a URL carries one, in several schemes: the userinfo, the query string, a Hub token.
+URL_FORMS = {
+    "postgresql://u@db.example/q?password=pw-query": "pw-query",
+    "postgres://u@db.example/q?sslmode=require&token=pw-token": "pw-token",
+    "postgresql+psycopg://u@db.example/q?secret=pw-secret": "pw-secret",
+    "postgresql://u:pw-user@db.example:5432/q?key=pw-key": "pw-user",
+    "mysql://u:p@ss-word@db.example/q": "ss-word",
+    "https://hub.example/api?api_key=pw-api&x=1": "pw-api",
+    "redis://:pw-redis@cache.example:6379/0": "pw-redis",
+    "s3://bucket/x?sslpassword=pw-ssl;authtoken=pw-auth": "pw-ssl",
+    "https://hub.example/?hftoken=hf_" + "a" * 34: "a" * 34,
+}
+
+
+def test_secrets_url_forms_redacted_by_the_one_rule() -> None:
+    for url, secret in URL_FORMS.items():
+        shown = flags.redact(f"opening {url} failed")
+        assert secret not in shown and "***" in shown and shown.startswith("opening ") and shown.endswith(" failed")
+        assert flags.looks_secret("TCMQA_STORE", url)
+    harmless = "postgresql://u@db.example/q?sslmode=require&options=-c statement_timeout=3 max_num_batched_tokens=8"
+    assert flags.redact(harmless) == harmless and not flags.looks_secret("TCMQA_STORE", harmless)
+
+
+def test_secrets_url_forms_redacted_in_help_logs_repr_and_errors(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A live PostgreSQL store named with its password in the query and in the userinfo (trust authentication
+    ignores it): the worker's help, its start log, the store's repr and the "newer schema" error show neither."""
+    from postgres import fresh_database
+
+    query, userinfo = (sa.engine.make_url(fresh_database(postgres_url)) for _ in range(2))
+    specs = {
+        query.render_as_string(hide_password=False) + "?password=pw-in-query": "pw-in-query",
+        userinfo.set(password="pw-in-userinfo").render_as_string(hide_password=False): "pw-in-userinfo",
+    }
+    sigterm = signal.getsignal(signal.SIGTERM)
+    try:
+        for spec, secret in specs.items():
+            monkeypatch.setenv("TCMQA_STORE", spec)
+            parser = argparse.ArgumentParser()
+            worker.add_arguments(parser)
+            assert secret not in parser.format_help() and "***" in parser.format_help()
+            store = open_store(spec)
+            assert secret not in repr(store) and "127.0.0.1" in repr(store)
+            caplog.clear()
+            with caplog.at_level(logging.DEBUG):
+                worker.main(parser.parse_args(["--once", "--runs", str(tmp_path / "runs"), "--poll-s", "0.1"]))
+            assert "worker on" in caplog.text and secret not in caplog.text
+            with store._write() as conn:
+                conn.execute(sa.update(version_t).values(version=999))
+            with pytest.raises(RuntimeError, match="newer than this code") as raised:
+                open_store(spec)
+            assert secret not in str(raised.value) and "***" in str(raised.value)
+            store.close()
+    finally:
+        signal.signal(signal.SIGTERM, sigterm)
+
+
+def test_secrets_url_forms_child_env_drops_every_secret_looking_name() -> None:
+    """Names that hide a credential without a separator, and an allowed name whose value carries one, are left
+    out; of the project's own variables the harness gets only those it reads."""
+    worker_env = {
+        "PATH": "/usr/bin",
+        "TCMQA_CACHE": "/data/tcmqa",
+        "HF_HUB_OFFLINE": "1",
+        "TCMQA_DBPASSWORD": "planted-db",
+        "TCMQA_SECRETS": "planted-secrets",
+        "HF_HUB_ACCESSTOKEN": "planted-access",
+        "HF_ENDPOINT": "https://hub.example/?password=planted-endpoint",
+        "HF_HUB_URL": "https://hub.example/?token=planted-url",
+        "TORCH_HOME_CREDENTIALS": "planted-credentials",
+        "CUDA_APIKEY": "planted-apikey",
+        "TCMQA_DATA": "TechTCM/TCMQA",  # the worker's, not the harness's (it gets --data)
+        "TCMQA_ADMINS": "lead",
+        "SITE_PASSPHRASE": "planted-site",
+        "TCMQA_CHILD_ENV": "SITE_*",
+    }
+    env = child_env(Job("j", "org/m", SHA, "v1", "u"), Path("/cache"), worker_env)
+    assert {k for k in worker_env if k in env} == {"PATH", "TCMQA_CACHE", "HF_HUB_OFFLINE"}
+    assert "planted" not in json.dumps(env)
+
+
+CREDENTIAL_ENGINE_ARGS = (
+    {"x": {"hf_token": "planted"}},
+    {"hftoken": "planted"},
+    {"HF_HUB_ACCESSTOKEN": "planted"},
+    {"apiKey": "planted"},
+    {"endpoint": "https://hub.example/model?token=planted"},
+    {"hf_overrides": {"urls": ["https://ok.example", "https://u:planted@hub.example"]}},
+    {"tokenizer": "hf_" + "b" * 34},
+    {"model_loader_extra_config": "--hf-token=planted"},
+)
+
+
+def test_secrets_url_forms_nested_or_misspelt_engine_args_refused() -> None:
+    for bad in CREDENTIAL_ENGINE_ARGS:
+        with pytest.raises(ValueError, match="looks like a credential") as raised:
+            WorkerConfig(engine_args=bad)
+        assert "planted" not in str(raised.value) and "b" * 34 not in str(raised.value)
+        with pytest.raises(ValueError, match="looks like a credential"):
+            EvalConfig(model="org/m", engine_args=bad)
+    fine = {"max_num_batched_tokens": 4096, "hf_overrides": {"rope_scaling": {"type": "linear"}}, "n": [1, "a"]}
+    assert WorkerConfig(engine_args=fine).engine_args == fine
+
+
+def test_secrets_url_forms_no_credential_in_a_published_row(
+    tmp_path: Path, stand_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A harness that records a credential in its row's engine args (a command of the operator's, a tampered
+    run folder) fails its job: no results row, no publication, and the reason does not repeat it."""
+    store = open_store(tmp_path / "store")
+    cfg = WorkerConfig(command=stand_in, data="demo-tree", runs=tmp_path / "runs", models_cache=tmp_path / "m")
+    recorded = tmp_path / "engine_args.json"  # a file: a variable holding a credential never reaches the harness
+    monkeypatch.setenv("STAND_IN_ENGINE_ARGS", str(recorded))
+    planted = [CREDENTIAL_ENGINE_ARGS[i] for i in (0, 4, 7)]  # nested, a URL's query, a flag in a string
+    for n, engine_args in enumerate(planted):
+        recorded.write_text(json.dumps(engine_args))
+        store.submit(f"org/m{n}", SHA, "v1", "u")
+        job = store.claim("w")
+        assert job is not None and worker.run_job(store, job, cfg) == "FAILED"
+    jobs = store.jobs()
+    assert [j.status for j in jobs] == [FAILED] * len(planted)
+    assert all("looks like a credential" in (j.reason or "") for j in jobs)
+    assert not store.results() and not store.unpublished()
+    assert "planted" not in json.dumps([j.reason for j in jobs]) and "b" * 34 not in json.dumps(
+        [j.reason for j in jobs]
+    )
+    recorded.write_text(json.dumps({"max_num_batched_tokens": 4096}))
+    store.submit("org/fine", SHA, "v1", "u")
+    job = store.claim("w")
+    assert job is not None and worker.run_job(store, job, cfg) == "FINISHED" and len(store.results()) == 1

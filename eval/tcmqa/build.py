@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from tcmqa.card import render_card
 from tcmqa.ingest import build_tables
+from tcmqa.outdir import replace_output
 from tcmqa.schema import FEATURES
 
 REPORT_NAME = "build_report.json"
@@ -70,7 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="item records, JSONL or a JSON list (repeat for several files)",
     )
     parser.add_argument("--platform-db", metavar="PATH", help="the annotation platform's SQLite database")
-    parser.add_argument("--out", required=True, metavar="DIR", help="where to write the Hub repo tree")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="where to write the Hub repo tree: a new or empty folder; an earlier build there is replaced",
+    )
     parser.add_argument(
         "--store",
         metavar="URL",
@@ -85,6 +91,7 @@ def main(args: argparse.Namespace) -> int:
     for path in [*args.items, *([args.platform_db] if args.platform_db else [])]:
         if not Path(path).is_file():
             raise SystemExit(f"tcmqa build: no such file: {path}")
+    replace_output(args.out, REPORT_NAME, (*FEATURES, "README.md", REPORT_NAME), "tcmqa build")
     start = time.perf_counter()
     report = build(args.items, args.out, args.platform_db, args.include_flagged, args.store)
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items())

@@ -44,35 +44,74 @@ import os
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 T = TypeVar("T")
-_CREDENTIAL_URL = re.compile(r"//([^/@\s:]*):[^/@\s]*@")  # scheme://user:password@host
-_SECRET_NAME = re.compile(r"(?:^|[^a-z])(?:token|key|secret|password|passwd|credentials?|auth|apikey)(?:$|[^a-z])")
+# The one redaction rule (help text, logs, reprs, error messages), for a URL of any scheme and for KEY=VALUE text:
+# the password of ``scheme://user:password@host`` (up to the last "@" before the path), and the value of every
+# ``?name=``/``&name=``/``;name=``/`` name=`` whose name looks like a credential (``?password=``, ``&token=``,
+# ``sslpassword=``, ``hftoken=``), and a Hub token by its form (``hf_`` and 30+ letters).
+_CREDENTIAL_URL = re.compile(r"//([^/@\s:]*):[^/\s]*@")
+_KEY_VALUE = re.compile(r"(^|[?&;,\s])([\w.%-]+)=([^&#;,\s]*)")
+_HUB_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")
+# A credential's name, in any case or spelling: a part (split at non-letters) ending in token/key/auth
+# (``hf_token``, ``hftoken``, ``HF_HUB_ACCESSTOKEN``, ``apiKey``, ``oauth``), or holding password/passwd/
+# passphrase/secret/credential anywhere (``TCMQA_DBPASSWORD``, ``TCMQA_SECRETS``); ``max_num_batched_tokens``
+# and ``tokenizer`` are no credentials.
+_SECRET_PART = re.compile(r"(?:token|key|auth)$|^pat$")
+_SECRET_WORD = re.compile(r"pass(?:word|wd|phrase)|secret|credential|authoriz|cookie|signature")
+
+
+def _secret_name(name: str) -> bool:
+    text = unquote(name).lower()
+    return bool(_SECRET_WORD.search(text) or any(_SECRET_PART.search(part) for part in re.split(r"[^a-z]+", text)))
 
 
 def redact(text: str) -> str:
-    """``text`` with the password of every URL in it replaced by ``***`` (help text, logs)."""
-    return _CREDENTIAL_URL.sub(r"//\1:***@", text)
+    """``text`` with every credential in it replaced by ``***``: a URL's password, a credential-named query or
+    ``KEY=VALUE`` parameter's value, a Hub token (the one rule for help text, logs, reprs and errors).
+
+    >>> redact("postgresql://u:pw@h/db and postgresql://u@h/db?sslmode=require&password=X")
+    'postgresql://u:***@h/db and postgresql://u@h/db?sslmode=require&password=***'
+    """
+    text = _CREDENTIAL_URL.sub(r"//\1:***@", text)
+    text = _KEY_VALUE.sub(lambda m: f"{m[1]}{m[2]}=***" if _secret_name(m[2]) and m[3] else m[0], text)
+    return _HUB_TOKEN.sub("hf_***", text)
 
 
 def looks_secret(name: str, value: object = "") -> bool:
-    """Whether an option or variable carries a credential: a name like ``hf_token``/``API_KEY`` (but not
-    ``max_num_batched_tokens``), or a value holding a URL with a password."""
-    return bool(_SECRET_NAME.search(name.lower()) or _CREDENTIAL_URL.search(str(value)))
+    """Whether an option or variable carries a credential: a name like ``hf_token``/``API_KEY``/``DBPASSWORD``
+    (but not ``max_num_batched_tokens``), or a value with a credential in it (:func:`redact` changes it)."""
+    return _secret_name(name) or redact(str(value)) != str(value)
+
+
+def _credential_paths(value: Any, path: str) -> Iterator[str]:
+    """The paths (``x.hf_token``, ``urls[1]``) in a nested engine arg whose name or text looks like a credential."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            inner = f"{path}.{key}"
+            yield from [inner] if _secret_name(str(key)) else _credential_paths(item, inner)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _credential_paths(item, f"{path}[{i}]")
+    elif looks_secret("", value):
+        yield path
 
 
 def refuse_credentials(engine_args: Mapping[str, Any]) -> None:
-    """Refuse engine args that look like credentials (:func:`looks_secret`): the results row records every
-    engine arg and the leaderboard publishes it. The one rule for ``tcmqa eval`` and ``tcmqa worker``."""
-    secret = [key for key, value in engine_args.items() if looks_secret(key, value)]
+    """Refuse engine args that look like credentials, in any nesting (a key like ``hf_token`` in a dict in a
+    list, a value with ``?token=`` or ``user:password@``): the results row records every engine arg and the
+    leaderboard publishes it. The one rule for ``tcmqa eval``, ``tcmqa worker`` and the worker's check of the
+    row a harness wrote. The message names where, never the value."""
+    secret = [path for key, value in engine_args.items() for path in _credential_paths({key: value}, "")]
     if secret:
         raise ValueError(
-            f"--engine-arg {', '.join(secret)}: looks like a credential, and engine args are published with "
-            "every results row; give the engine its credentials in the environment instead (HF_TOKEN; a "
-            "worker's harness gets TCMQA_HF_READ_TOKEN for gated models)"
+            f"--engine-arg {', '.join(p.removeprefix('.') for p in secret)}: looks like a credential, and engine "
+            "args are published with every results row; give the engine its credentials in the environment "
+            "instead (HF_TOKEN; a worker's harness gets TCMQA_HF_READ_TOKEN for gated models)"
         )
 
 

@@ -77,6 +77,7 @@ import pyarrow.parquet as pq
 from tcmqa import tables
 from tcmqa.data import load_config
 from tcmqa.figures import FIGURES
+from tcmqa.outdir import replace_output
 from tcmqa.outputs import RESULTS_FILE
 from tcmqa.simulate import SIMULATED
 from tcmqa.study import Study, load_study, run_dirs
@@ -459,7 +460,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a run folder from `tcmqa eval`, or a folder of runs (repeatable; none: the practitioners' side alone)",
     )
-    parser.add_argument("--out", required=True, metavar="REPORT_DIR")
+    parser.add_argument(
+        "--out", required=True, metavar="REPORT_DIR", help="a new or empty folder; an earlier report there is replaced"
+    )
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the intervals")
 
 
@@ -469,7 +472,8 @@ def main(args: argparse.Namespace) -> int:
     simulated = is_simulated(args.data, args.outputs)
     timings = {"load": time.perf_counter() - start}
     try:
-        path = write_report(study, args.out, args.n_boot, simulated=simulated, timings=timings)
+        out = replace_output(args.out, "report.md", ("report.md", "tables", "figures"), "tcmqa report")
+        path = write_report(study, out, args.n_boot, simulated=simulated, timings=timings)
     except ValueError as err:
         raise SystemExit(f"tcmqa report: {err}") from err
     left_out = f"; left out {len(study.excluded)} runs on other data" if len(study.excluded) else ""

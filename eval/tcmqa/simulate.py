@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tcmqa.build import build
+from tcmqa.outdir import replace_output
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import results_row
 from tcmqa.schema import BLOCK_SIZE, DOMAINS, FEATURES, RATERS_PER_ITEM
@@ -377,7 +378,12 @@ def _mark_card(card: Path, cfg: SimulationConfig) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = SimulationConfig()
-    parser.add_argument("--out", required=True, metavar="DIR", help="where to write raw/, data/ and runs/")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="where to write raw/, data/ and runs/: a new or empty folder; an earlier simulation there is replaced",
+    )
     for name in ("n_items", "n_raters", "n_responses", "seed"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
     for name in (
@@ -394,7 +400,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     knobs = {k: v for k, v in vars(args).items() if k in SimulationConfig.__dataclass_fields__}
     start = time.perf_counter()
-    out = simulate(args.out, SimulationConfig(**knobs))
+    parts = ("raw", "data", "runs", "SIMULATION.json")
+    out = simulate(replace_output(args.out, "SIMULATION.json", parts, "tcmqa simulate"), SimulationConfig(**knobs))
     print(
         f"{SIMULATED} study written to {out} in {time.perf_counter() - start:.1f}s "
         f"(data: {out / 'data'}, runs: {out / 'runs'})"

@@ -56,7 +56,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tcmqa import flags
+from tcmqa import flags, variables
 from tcmqa.engines import DTYPES, ENGINES
 from tcmqa.fresh.backfill import queue_backfills
 from tcmqa.fresh.hidden import write_pool
@@ -70,8 +70,9 @@ from tcmqa.store import BACKFILL, FAILED, FINISHED, RUNNING, Job, Store, open_st
 STORE_VARIABLE = "TCMQA_STORE"  # how a worker's children are given the store URL (it may hold a password)
 READ_TOKEN_VARIABLE = "TCMQA_HF_READ_TOKEN"  # a read-only Hub token, given to the harness for gated models only
 CHILD_ENV_VARIABLE = "TCMQA_CHILD_ENV"  # the operator's additions to the harness's environment: NAME,PREFIX*,...
-# The harness's environment is an allow-list (it loads untrusted model files): what an evaluation on a GPU needs,
-# less anything that looks like a credential (flags.looks_secret) and the project's own secrets.
+# The harness's environment is an allow-list by name (it loads untrusted model files): what an evaluation on a GPU
+# needs, and of the project's own only what the harness reads (tcmqa.variables), less anything whose name or value
+# looks like a credential (flags.looks_secret) and the never-list below.
 _CHILD_NAMES = frozenset(
     {
         *("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP"),
@@ -79,15 +80,16 @@ _CHILD_NAMES = frozenset(
         *("HF_HOME", "HF_ENDPOINT", "TOKENIZERS_PARALLELISM"),
         *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),  # a site's own CA
         *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy"),
+        *variables.harness_names(),
     }
 )
 _CHILD_PREFIXES = (
-    *("LC_", "PYTHON", "TCMQA_", "HF_HUB_", "HF_DATASETS_", "HF_XET_", "TRANSFORMERS_"),
+    *("LC_", "PYTHON", "HF_HUB_", "HF_DATASETS_", "HF_XET_", "TRANSFORMERS_"),
     *("CUDA_", "NVIDIA_", "NCCL_", "HIP_", "ROCR_", "ROCM_", "VLLM_", "TORCH", "PYTORCH_", "TRITON_"),
     *("OMP_", "KMP_", "MKL_", "OPENBLAS_"),
 )
-# never passed, whatever the lists say: the store, the read token (given as HF_TOKEN to gated models only),
-# the practitioners' pseudonym key, and credentials by another name
+# never passed, whatever the lists (and TCMQA_CHILD_ENV) say: the store, the read token (given as HF_TOKEN to
+# gated models only), the practitioners' pseudonym key, and credentials by another name
 _CHILD_SECRETS = frozenset(
     {STORE_VARIABLE, READ_TOKEN_VARIABLE, "TCMQA_PSEUDONYM_KEY", "DATABASE_URL", "PGPASSWORD", "PGPASSFILE"}
 )
@@ -321,10 +323,11 @@ def child_env(job: Job, hub_cache: Path, environ: Mapping[str, str] | None = Non
     ``os.environ``), since the harness loads untrusted model files.
 
     Passed: the names and prefixes of ``_CHILD_NAMES``/``_CHILD_PREFIXES`` (locale, paths, the Hub's and the
-    engines' settings, the GPU's) and those the operator lists in ``TCMQA_CHILD_ENV`` (``NAME`` or ``PREFIX*``),
-    each unless it looks like a credential. Never: the store URL, ``HF_TOKEN`` (the Space's is write-scoped; nor
-    the token file under ``HF_HOME``), the pseudonym key. A gated model gets the read-only
-    ``TCMQA_HF_READ_TOKEN`` as its ``HF_TOKEN``.
+    engines' settings, the GPU's, the ``TCMQA_`` variables the harness reads) and those the operator lists in
+    ``TCMQA_CHILD_ENV`` (``NAME`` or ``PREFIX*``), each unless its name or value looks like a credential
+    (:func:`tcmqa.flags.looks_secret`: ``HF_HUB_ACCESSTOKEN``, ``TCMQA_DBPASSWORD``, an ``HF_ENDPOINT`` with
+    ``?password=``). Never: the store URL, ``HF_TOKEN`` (the Space's is write-scoped; nor the token file under
+    ``HF_HOME``), the pseudonym key. A gated model gets the read-only ``TCMQA_HF_READ_TOKEN`` as its ``HF_TOKEN``.
     """
     environ = os.environ if environ is None else environ
     extra = [p.strip() for p in environ.get(CHILD_ENV_VARIABLE, "").split(",") if p.strip()]
@@ -349,7 +352,7 @@ def _tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
         return ""
     with path.open("rb") as f:
         f.seek(max(0, path.stat().st_size - chars))
-        return f.read().decode("utf-8", "replace")
+        return flags.redact(f.read().decode("utf-8", "replace"))  # the tail is shown in the Queue tab
 
 
 def _progress(log: Path) -> str:
@@ -367,12 +370,22 @@ def _results_row(run_dir: Path, job: Job) -> dict[str, Any]:
     if set(row) != set(RESULTS):
         raise ValueError(f"its columns differ from the results schema: {sorted(set(row) ^ set(RESULTS))}")
     pa.Table.from_pylist([row], schema=RESULTS.arrow_schema)  # every value has its column's type
+    # the row is published: engine args with a credential in them (a harness of the operator's own, a model's
+    # code that rewrote the file) fail the job, by the rule that refused them on the way in
+    flags.refuse_credentials({"engine_args": _json_or_text(row.get("engine_args"))})
     if row.get("revision") != job.revision:
         raise ValueError(
             f"the harness evaluated revision {row.get('revision')}, but the submission pinned "
             f"{job.revision}: the model changed after it was submitted; resubmit it"
         )
     return {**row, "model": job.model, "origin": "evaluated", "protocol": job.protocol}
+
+
+def _json_or_text(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return text
 
 
 def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:

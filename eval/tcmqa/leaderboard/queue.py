@@ -16,10 +16,12 @@ import time
 
 import pandas as pd
 
+from tcmqa import forms
 from tcmqa.store import FAILED, Store
 
 QUEUE_COLUMNS = ["id", "model", "revision", "status", "progress", "attempts", "user", "submitted", "updated"]
 LOG_TAIL_SHOWN = 3000  # characters of the harness log shown with a failure
+MAX_JOB_ID = 64  # characters of a typed job id (the store's are 24)
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()<>#+!|~-])")
 
 
@@ -48,7 +50,10 @@ def jobs_frame(store: Store) -> pd.DataFrame:
 
 def job_markdown(store: Store, job_id: str) -> str:
     """One job's status line, progress, and for a failure the reason (escaped); the log tail is :func:`job_log`."""
-    job_id = (job_id or "").strip()
+    try:
+        job_id = checked_job_id(job_id)
+    except forms.FormError as err:
+        return f"❌ {escaped(str(err))}"
     if not job_id:
         return "Submit a model, or enter a job id."
     found = store.job_statuses(job_id)
@@ -67,5 +72,15 @@ def job_markdown(store: Store, job_id: str) -> str:
 
 def job_log(store: Store, job_id: str) -> str:
     """The end of a job's harness log, as plain text for a text box (empty when there is none)."""
-    job = store.get((job_id or "").strip()) if (job_id or "").strip() else None
+    try:
+        job_id = checked_job_id(job_id)
+    except forms.FormError as err:
+        return str(err)
+    job = store.get(job_id) if job_id else None
     return job.log_tail[-LOG_TAIL_SHOWN:] if job is not None and job.log_tail else ""
+
+
+def checked_job_id(text: str | None) -> str:
+    """A typed job id, stripped, or :class:`tcmqa.forms.FormError` before the store is asked (a NUL would make
+    PostgreSQL raise; a page of text is no job id)."""
+    return forms.checked("job id", text, max_chars=MAX_JOB_ID)

@@ -24,6 +24,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import validate_repo_id
 
+from tcmqa import forms
 from tcmqa.fresh.scores import release_date
 from tcmqa.models import count_parameters, local_revision
 from tcmqa.results import canonical_family
@@ -61,6 +62,9 @@ SUPPORTED_ARCHITECTURES = frozenset(
 SUPPORTED_QUANTIZATION = frozenset({"fp8", "compressed-tensors"})
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 LOCAL_PREFIXES = ("/", "./", "../", "~")
+MAX_MODEL_ID = 4096  # characters: PATH_MAX (a Hub id has at most 96)
+MAX_NAME = 255  # characters of one folder name (NAME_MAX), or of a Hub id's owner or name
+MAX_REVISION = 255  # a branch, tag or commit sha
 
 
 class Rejected(Exception):
@@ -108,12 +112,13 @@ def submitter(profile: Any, policy: Policy) -> str:
 def validate(
     model_id: str, revision: str, *, user: str, api: Any, store: Store, policy: Policy, released: str = ""
 ) -> Accepted:
-    """Every check before enqueueing; raises Rejected with the first failure's message.
+    """Every check before enqueueing; raises Rejected with the first failure's message. The form of what was
+    typed is checked first, before any file-system, database or Hub call (:func:`check_form`).
 
     ``released``: the model's release date as the submitter gives it (YYYY-MM-DD, optional); without it a Hub
     model's is its repository's creation date. "Fresh after release" counts the pool items accepted after it.
     """
-    model_id, revision = (model_id or "").strip(), (revision or "").strip()
+    model_id, revision = check_form(model_id, revision)
     if not model_id:
         raise Rejected("Enter a model id, e.g. Qwen/Qwen2.5-0.5B-Instruct.")
     given = _check_released(released)
@@ -142,6 +147,23 @@ def _check_released(text: str) -> str | None:
     if released is not None and released > dt.datetime.now(dt.timezone.utc).date().isoformat():
         raise Rejected(f"The release date {released} is in the future; give the date the model was released.")
     return released
+
+
+def check_form(model_id: str | None, revision: str | None) -> tuple[str, str]:
+    """The model id and revision stripped, or Rejected: control characters, or longer than a path may be
+    (:data:`MAX_MODEL_ID` characters, :data:`MAX_NAME` a folder name) or a revision (:data:`MAX_REVISION`), so
+    ``Path.is_dir`` never meets a name the OS refuses and a message never repeats a long value whole."""
+    try:
+        model_id = forms.checked("model id", model_id, max_chars=MAX_MODEL_ID)
+        revision = forms.checked("revision", revision, max_chars=MAX_REVISION)
+    except forms.FormError as err:
+        raise Rejected(f"{err} (a model id is owner/name or a local folder).") from None
+    if any(len(part) > MAX_NAME for part in model_id.split("/")):
+        raise Rejected(
+            f"The model id {forms.shown(model_id)} has a part longer than {MAX_NAME} characters: no Hub id or "
+            "folder name is; give owner/name or a local folder."
+        )
+    return model_id, revision
 
 
 def enqueue(accepted: Accepted, *, user: str, store: Store, policy: Policy) -> Job:
@@ -174,11 +196,13 @@ def _duplicate_message(job: Job) -> str:
 
 def _check_hub(model_id: str, revision: str, api: Any, policy: Policy) -> Accepted:
     if model_id.count("/") != 1:
-        raise Rejected(f"'{model_id}' is not a model id: use the form owner/name, e.g. google/gemma-3-1b-it.")
+        raise Rejected(
+            f"{forms.shown(model_id)} is not a model id: use the form owner/name, e.g. google/gemma-3-1b-it."
+        )
     try:
         validate_repo_id(model_id)
     except HFValidationError as err:
-        raise Rejected(f"'{model_id}' is not a valid model id: {err}") from err
+        raise Rejected(f"{forms.shown(model_id)} is not a valid model id: {err}") from err
     try:
         info = api.model_info(model_id, revision=revision, securityStatus=False, files_metadata=False)
     except RepositoryNotFoundError as err:

@@ -135,7 +135,7 @@ class Store(
                 conn.execute(sa.insert(version_t).values(version=0))
                 current = 0
             if current > latest:
-                raise RuntimeError(f"{self.url}: schema version {current} is newer than this code's ({latest})")
+                raise RuntimeError(f"{self.shown}: schema version {current} is newer than this code's ({latest})")
             for version in range(current + 1, latest + 1):
                 MIGRATIONS[version - 1](conn, self)
                 conn.execute(sa.update(version_t).values(version=version))
@@ -149,12 +149,14 @@ class SQLiteStore(Store):
     """A store in a local directory: ``<root>/queue.sqlite``, outputs cached in ``<root>/outputs``."""
 
     def __init__(self, root: str | Path, *, cache_dir: str | Path | None = None):
-        super().__init__(store_url(Path(root)), cache_dir=cache_dir)
+        super().__init__(store_url(Path(root).expanduser().absolute()), cache_dir=cache_dir)  # "./a:b" stays a path
 
 
 def open_store(spec: str | os.PathLike, *, cache_dir: str | Path | None = None) -> Store:
-    """A SQLite directory (``.cache/space``; ``sqlite:DIR`` too), a ``sqlite:///FILE`` or a ``postgresql://`` URL."""
+    """A SQLite directory (``.cache/space``; ``sqlite:DIR`` too), a ``sqlite:///FILE`` or a ``postgresql://`` URL
+    (:func:`tcmqa.store.core.store_url`; any other scheme is refused)."""
     text = str(spec)
-    if "://" in text or text.startswith("hub:"):
-        return Store(text, cache_dir=cache_dir)
-    return SQLiteStore(text.removeprefix("sqlite:"), cache_dir=cache_dir)
+    url = store_url(text)  # refuses an unknown scheme before anything is made
+    if text.startswith(("sqlite://", "postgres")):
+        return Store(url, cache_dir=cache_dir)
+    return SQLiteStore(text.removeprefix("sqlite:"), cache_dir=cache_dir)  # a folder

@@ -12,12 +12,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+
+from tcmqa.flags import redact
 
 _SUBMIT_LOCK = 0x74636D71  # PostgreSQL advisory lock keys ("tcmq")
 _MIGRATE_LOCK = _SUBMIT_LOCK + 1
@@ -30,19 +33,41 @@ PG_STATEMENT_TIMEOUT_MS = 120_000
 PG_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000
 
 
+# The stores a spec may name; anything else with a scheme is refused (a typo must not become an empty SQLite queue
+# in a folder named after the URL, password and all).
+SUPPORTED_STORES = (
+    "a folder (SQLite inside it: DIR/queue.sqlite)",
+    "sqlite:DIR",
+    "sqlite:///FILE",
+    "postgresql://user:password@host:5432/db (also postgres:// and postgresql+psycopg://)",
+)
+_POSTGRESQL = ("postgresql+psycopg://", "postgresql://", "postgres://")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # RFC 3986; a plain path has none (./a:b is a path)
+
+
 def store_url(spec: str | os.PathLike) -> str:
-    """The SQLAlchemy URL for a store spec: a URL (sqlite/postgresql) or a bare directory (SQLite inside it)."""
+    """The SQLAlchemy URL for a store spec: a plain path is a folder with SQLite inside it; ``sqlite:DIR``,
+    ``sqlite:///FILE`` and the ``postgresql://`` spellings of :data:`SUPPORTED_STORES` are URLs; any other
+    scheme (``mysql://``, ``postgresql+psycopg2://``, ``POSTGRESQL://``, ``hub:``) is refused, naming the
+    supported ones. Checked before any file or database is touched."""
     spec = str(spec)
-    if spec.startswith("hub:"):
-        raise ValueError(
-            f"{spec!r}: the Hub is no longer a queue store; use a SQLite directory or a postgresql:// URL "
-            "(finished evaluations are published to the Hub by the publisher)"
-        )
-    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+    for prefix in _POSTGRESQL:
         if spec.startswith(prefix):
             return "postgresql+psycopg://" + spec.removeprefix(prefix)
     if spec.startswith("sqlite://"):
         return spec
+    if spec.startswith("hub:"):
+        raise ValueError(
+            f"{redact(spec)!r}: the Hub is no longer a queue store; use a SQLite directory or a postgresql:// URL "
+            "(finished evaluations are published to the Hub by the publisher)"
+        )
+    if _SCHEME.match(spec) and not spec.startswith("sqlite:"):
+        scheme = spec.split(":", 1)[0]
+        raise ValueError(
+            f"{redact(spec)!r}: unknown store scheme {scheme!r}; a store is one of: "
+            + "; ".join(SUPPORTED_STORES)
+            + " (schemes are spelled in lower case; a folder whose name has a colon: ./NAME)"
+        )
     directory = Path(spec.removeprefix("sqlite:")).expanduser().resolve()  # a bare "sqlite:DIR" as before
     return f"sqlite:///{directory / 'queue.sqlite'}"
 
@@ -93,7 +118,7 @@ class StoreCore:
                 connect_args=_pg_timeouts(parsed),
             )
         else:
-            raise ValueError(f"{self.url}: only sqlite and postgresql stores are supported")
+            raise ValueError(f"{self.shown}: only sqlite and postgresql stores are supported")
 
     # -- connections ------------------------------------------------------------------------------
     @staticmethod
@@ -164,5 +189,10 @@ class StoreCore:
         self._reader.dispose()
 
     def __repr__(self) -> str:
-        shown = sa.engine.make_url(self.url).render_as_string(hide_password=True)
-        return f"{type(self).__name__}({shown!r})"
+        return f"{type(self).__name__}({self.shown!r})"
+
+    @property
+    def shown(self) -> str:
+        """The URL as logs, reprs and errors show it: no password, in the userinfo or the query
+        (:func:`tcmqa.flags.redact`, the one rule)."""
+        return redact(self.url)

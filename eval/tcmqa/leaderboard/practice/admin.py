@@ -17,11 +17,13 @@ from typing import Any
 
 import pandas as pd
 
+from tcmqa import forms
 from tcmqa.ingest import EXPORT_SCHEMA, PLATFORM_SCHEMA
 from tcmqa.leaderboard.practice.core import NotAllowed, counts, finished
 from tcmqa.leaderboard.practice.scoring import PracticeScoring
 from tcmqa.schema import DOMAINS
 
+MAX_REASON = 500  # characters of an admin decision's reason
 PLATFORM_NUMBER = {key: str(i) for i, key in enumerate(DOMAINS, 1)}  # domain key -> "1".."10"
 PROGRESS_COLUMNS = [
     "block",
@@ -85,10 +87,9 @@ class PracticeAdmin(PracticeScoring):
         that was published is retired instead: its items are public, so its slot is never handed out again
         and its items leave the subset (they are never drawn again) until the practitioner is re-included.
         """
+        reason = _reason(reason, "an exclusion" if excluded else "re-including")
         admin = self._admin(admin)
-        if not (reason or "").strip():
-            raise ValueError(f"{'an exclusion' if excluded else 're-including'} needs a reason")
-        if not self.store.exclude_practitioner(account, reason.strip(), admin, excluded, self._finished_blocks):
+        if not self.store.exclude_practitioner(account, reason, admin, excluded, self._finished_blocks):
             raise ValueError(f"no practitioner {account!r}")
 
     def include(self, admin: str | None, account: str, reason: str) -> None:
@@ -101,18 +102,16 @@ class PracticeAdmin(PracticeScoring):
         Their answers stay stored but leave the configs (the new holder answers the whole block); a published
         block is retired instead of refilled (see :meth:`exclude`).
         """
+        reason = _reason(reason, "releasing a slot")
         admin = self._admin(admin)
-        if not (reason or "").strip():
-            raise ValueError("releasing a slot needs a reason")
-        if not self.store.release_practice_slot(account, int(block), reason.strip(), admin, self._finished_blocks):
+        if not self.store.release_practice_slot(account, int(block), reason, admin, self._finished_blocks):
             raise ValueError(f"{account!r} holds no slot in block {block}")
 
     def reassign_slot(self, admin: str | None, block: int, slot: int, account: str, reason: str) -> dict[str, Any]:
         """Give slot ``slot`` of ``block`` to ``account`` (a confirmed practitioner who never had this block),
         releasing whoever held it; returns the new assignment. Refused for a published or retired block."""
+        reason = _reason(reason, "reassigning a slot")
         admin = self._admin(admin)
-        if not (reason or "").strip():
-            raise ValueError("reassigning a slot needs a reason")
         snap = self.store.practice_snapshot()
         if int(block) not in snap.blocks:
             raise ValueError(f"no practice block {block}")
@@ -122,9 +121,7 @@ class PracticeAdmin(PracticeScoring):
             self._allowed(account)
         except NotAllowed as err:
             raise ValueError(f"{account!r} cannot take a slot: {err}") from None
-        return self.store.reassign_practice_slot(
-            int(block), int(slot), account, reason.strip(), admin, self._finished_blocks
-        )
+        return self.store.reassign_practice_slot(int(block), int(slot), account, reason, admin, self._finished_blocks)
 
     def export_platform_db(self, admin: str | None, path: str | os.PathLike) -> Path:
         """The whole study (the imported study and the Space's published responses: :meth:`configs`) in the
@@ -192,3 +189,12 @@ class PracticeAdmin(PracticeScoring):
         finally:
             con.close()
         return path
+
+
+def _reason(text: str | None, decision: str) -> str:
+    """A decision's reason, stripped: plain text of at most :data:`MAX_REASON` characters
+    (:class:`tcmqa.forms.FormError`), and given (ValueError saying which decision needs it)."""
+    reason = forms.checked("reason", text, max_chars=MAX_REASON, lines=True)
+    if not reason:
+        raise ValueError(f"{decision} needs a reason")
+    return reason

@@ -16,6 +16,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from tcmqa import forms
 from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore
 from tcmqa.schema import DOMAINS, MAX_DOMAINS_PER_RESPONSE
 from tcmqa.store.practice import PracticeSnapshot, SlotPlan
@@ -222,11 +223,14 @@ class PracticeAssignment(PracticeCore):
         """Record one complete response; returns (recorded, the next item). A replay records nothing new.
 
         The item must be in a block the account holds. Required, as on every response of the paper's
-        study: the answer (letters within A-E, one for a single-answer item), a difficulty 1-5 and one to
-        three domains of the ten, the seconds on the item; optional: the flag and its comment (cut to 500
-        characters) and the seconds paused (0). Seconds are non-negative and paused is at most the total.
-        A missing or wrong field raises :class:`InvalidResponse` (a ValueError) naming it.
+        study: the answer (letters within A-E: one for a single-answer item, two or more for a multi-answer one),
+        a difficulty 1-5 and one to three domains of the ten, the seconds on the item; optional: the flag and its
+        comment (at most 500 characters, no control character but newlines and tabs) and the seconds paused (0).
+        Seconds are non-negative and paused is at most the total. A missing or wrong field raises
+        :class:`InvalidResponse` or :class:`tcmqa.forms.FormError` (ValueErrors) naming it; the comment's form is
+        checked before the store is read.
         """
+        remark = forms.checked("comment", comment, max_chars=MAX_COMMENT, lines=True) or None  # before the store
         account = self._allowed(account)
         item_id = str(item_id)
         position = block_of_item = None
@@ -243,7 +247,7 @@ class PracticeAssignment(PracticeCore):
             "position": position,
             **self._complete_record(item_id, selected, domains, difficulty, seconds, seconds_paused),
             "flagged": int(bool(flagged)),
-            "comment": (comment or "").strip()[:MAX_COMMENT] or None,
+            "comment": remark,
         }
         recorded, _ = self.store.record_practice_response(row, self.daily_cap)
         return recorded, self.current(account)
@@ -264,6 +268,8 @@ class PracticeAssignment(PracticeCore):
             raise InvalidResponse("answer", "choose at least one answer letter among A-E")
         if self.items[item_id]["answer_type"] == "single" and len(letters) != 1:
             raise InvalidResponse("answer", "this is a single-answer item: choose exactly one letter")
+        if self.items[item_id]["answer_type"] == "multi" and len(letters) < 2:
+            raise InvalidResponse("answer", "this is a multi-answer item: choose two or more letters")
         if difficulty is None or str(difficulty).strip() == "":
             raise InvalidResponse("difficulty", "rate the difficulty for you, 1 (easiest) to 5 (hardest)")
         try:

@@ -17,11 +17,13 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from tcmqa import forms
 from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY, person_pseudonym
 from tcmqa.schema import BLOCK_SIZE, RATERS_PER_ITEM, SPACE, STUDY
 from tcmqa.store import Store
 from tcmqa.store.practice import PracticeSnapshot
 
+MAX_LICENCE_NUMBER = 64  # characters of the optional licence number
 ABANDON_AFTER_S = 14 * 86400.0  # a slot whose practitioner answered nothing for this long is offered to another
 
 
@@ -148,15 +150,16 @@ class PracticeCore:
         }
 
     def confirm(self, account: str | None, licence: bool, licence_number: str | None = None) -> None:
-        """The account confirms once that it holds a TCM licence (an optional number, kept private); an admin
-        cannot (:data:`ADMIN_NOT_RATER`)."""
+        """The account confirms once that it holds a TCM licence (an optional number, kept private; its form,
+        at most :data:`MAX_LICENCE_NUMBER` characters and no control character, is checked first: FormError);
+        an admin cannot (:data:`ADMIN_NOT_RATER`)."""
+        number = forms.checked("licence number", licence_number, max_chars=MAX_LICENCE_NUMBER) or None
         if not account:
             raise NotAllowed("sign in first")
         if account in self.admins:
             raise NotAllowed(ADMIN_NOT_RATER)
         if not licence:
             raise NotAllowed("answering is limited to practitioners who confirm they hold a TCM licence")
-        number = (licence_number or "").strip()[:64] or None
         self.store.confirm_licence(account, number)
 
     def _allowed(self, account: str | None) -> str:
