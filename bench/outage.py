@@ -28,7 +28,7 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before any Hugging Face import reads it
 
-from tcmqa.hub import Publisher
+from tcmqa.hub.publisher import Publisher
 from tcmqa.prompts import PROTOCOL
 from tcmqa.store import FAILED, FINISHED, Store, open_store
 from tcmqa.worker import CHILD_ENV_VARIABLE, WorkerConfig

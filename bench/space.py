@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import runpy
 import socket
 import statistics
 import tempfile
@@ -24,9 +23,8 @@ import httpx
 
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard.settings import Settings
+from tcmqa.leaderboard.space import build_app
 from tcmqa.store import SQLiteStore
-
-APP = Path(__file__).resolve().parents[1] / "space" / "app.py"
 
 
 def fill(store: SQLiteStore, rows: int) -> None:
@@ -120,7 +118,7 @@ def main() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    demo = runpy.run_path(str(APP), run_name="space_app")["build_app"](settings, store, api=object())
+    demo = build_app(settings, store, api=object())
     demo.queue(default_concurrency_limit=8).launch(
         server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True
     )

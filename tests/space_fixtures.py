@@ -1,6 +1,7 @@
 """What the Space's tests share: fake Hub models (one per refusal), local settings, a launched app.
 
-``space/app.py`` is loaded by its path, as the Space runs it; it is not an importable module.
+``space/app.py`` (``APP``) is the Space's entry point, run by its path; the app it launches is
+:func:`tcmqa.leaderboard.space.build_app`.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import runpy
 import socket
 import struct
 from pathlib import Path
@@ -21,9 +21,10 @@ from fakehub import FakeHub
 from gradio_client import Client
 
 from tcmqa.data import load_config
-from tcmqa.harness import data_fingerprint
 from tcmqa.leaderboard.settings import Settings
+from tcmqa.leaderboard.space import build_app
 from tcmqa.prompts import PROTOCOL
+from tcmqa.runs import data_fingerprint
 from tcmqa.schema import OUTPUTS
 from tcmqa.store import SQLiteStore, Store
 
@@ -47,11 +48,6 @@ def open_chromium(playwright: Any) -> Any:
         executable_path=CHROMIUM,
         args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
     )
-
-
-def space_app() -> dict[str, Any]:
-    """The globals of ``space/app.py`` (``build_app``, ...), run without its ``__main__`` block."""
-    return runpy.run_path(str(APP), run_name="space_app")
 
 
 SHA = "c" * 40
@@ -133,7 +129,7 @@ def launch(settings: Settings, store: SQLiteStore, api: Any) -> tuple[Any, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    demo = space_app()["build_app"](settings, store, api)
+    demo = build_app(settings, store, api)
     demo.queue(default_concurrency_limit=8).launch(
         server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True
     )

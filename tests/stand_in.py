@@ -33,7 +33,7 @@ starts = [line.split()[0] for line in Path(os.environ["STAND_IN_STARTS"]).read_t
 hub_down = os.environ.get("STAND_IN_HUB_DOWN")  # the fake Hub's outage flag
 network_fails = int(os.environ.get("STAND_IN_NETWORK_FAILS", "0"))
 if starts.count(a.model) <= network_fails or (hub_down and Path(hub_down).exists()):
-    from tcmqa.harness import EXIT_TRANSIENT
+    from tcmqa.runs import EXIT_TRANSIENT
     print("ConnectionError: huggingface.co is unreachable", file=sys.stderr)
     sys.exit(EXIT_TRANSIENT)
 (out / "run.json").write_text("{}")

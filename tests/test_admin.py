@@ -12,7 +12,7 @@ from gradio_client import Client
 from postgres import fresh_database
 from space_fixtures import SHA, evaluated_model, hub_models, launch, local_settings
 
-from tcmqa.hub import Publisher
+from tcmqa.hub.publisher import Publisher
 from tcmqa.prompts import PROTOCOL
 from tcmqa.publish import publish
 from tcmqa.store import FAILED, FINISHED, PENDING, SQLiteStore, Store, open_store

@@ -20,7 +20,7 @@ from tcmqa.forms import FormError
 from tcmqa.leaderboard import queue, validation
 from tcmqa.leaderboard.practice import Practice
 from tcmqa.leaderboard.validation import Policy, Rejected, validate
-from tcmqa.store import SQLiteStore, Store
+from tcmqa.store import PENDING, SQLiteStore, Store
 
 ERROR = 10  # the inline error's position in the Practitioners tab's screen outputs
 
@@ -117,13 +117,19 @@ def test_bad_input_control_characters_in_job_ids_and_admin_reasons(url: str, tmp
 
 
 def test_bad_input_multi_answer_needs_two_letters_on_the_api(tmp_path: Path, fresh_tree: Path) -> None:
-    """Through the API a multi-answer item is not recorded with one letter (in either field), and a licence
-    number with a NUL is refused inline; two letters record."""
+    """Through the API a multi-answer item is not recorded with one letter (in either field), a licence number
+    with a NUL is refused inline, and so is an admin's reason or job id with one; two letters record."""
     store = SQLiteStore(tmp_path / "store")
     items = {i["id"]: i for i in load_config(str(fresh_tree), "corpus").to_list()}
-    demo, url = launch(local_settings(store.root, fresh_tree, practice_block_size=16), store, hub_models())
+    settings = local_settings(store.root, fresh_tree, practice_block_size=16, practice_admins=("boss",))
+    demo, url = launch(settings, store, hub_models())
     try:
         client = Client(url, verbose=False)
+        job = store.submit("org/good", "0" * 40, "v1", "u")
+        for typed, said in (((job.id, "spam\x00"), "reason: holds"), ((job.id + "\x1b", "why"), "job id: holds")):
+            refused = client.predict("boss", *typed, api_name="/admin_cancel")
+            assert refused.startswith("❌") and said in refused, refused
+        assert store.get(job.id).status == PENDING
         refused = client.predict("kim", True, "LIC\x00", api_name="/practice_start")
         assert "licence number: holds the control character U+0000" in refused[0], refused[0]
         assert store.practitioner("kim") is None

@@ -343,7 +343,7 @@ def test_comparable_is_the_served_data_after_a_corpus_fix(tmp_path, demo_tree, d
 
     from tcmqa.build import build
     from tcmqa.data import load_config
-    from tcmqa.harness import data_fingerprint
+    from tcmqa.runs import data_fingerprint
 
     fixed_items = [dict(item) for item in demo_items]
     fixed_items[0]["question"] += " (corrected)"

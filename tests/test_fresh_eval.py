@@ -19,7 +19,7 @@ from tcmqa.fresh import backfill
 from tcmqa.fresh.hidden import HIDDEN_DIR, read_pool, write_pool
 from tcmqa.fresh.scores import FRESH_COLUMNS
 from tcmqa.harness import EvalConfig
-from tcmqa.hub import Publisher
+from tcmqa.hub.publisher import Publisher
 from tcmqa.models import local_revision
 from tcmqa.outputs import read_outputs
 from tcmqa.prompts import PROTOCOL

@@ -15,6 +15,7 @@ from tcmqa.data import load_config
 from tcmqa.harness import EvalConfig
 from tcmqa.outputs import read_outputs
 from tcmqa.results import PAPER_HUMAN_REFERENCE, confidence_gap, results_row
+from tcmqa.runs import data_fingerprint
 from tcmqa.schema import OUTPUTS, RESULTS
 from tcmqa_metric import score
 
@@ -124,7 +125,7 @@ def test_results_row_says_what_data_it_ran_on(full_run, demo_tree, corpus):
     items = load_config(demo_tree, "corpus").filter(lambda item: not item["flagged"]).to_list()
     res = full_run.results
     assert res["data"] == str(demo_tree) and res["data_revision"] is None  # a local tree has no Hub revision
-    assert res["data_fingerprint"] == harness.data_fingerprint(items)
+    assert res["data_fingerprint"] == data_fingerprint(items)
     assert res["n_corpus"] == len(scorable) == res["n"] and res["coverage"] == 100.0
     assert res["protocol"] == prompts.PROTOCOL
     from tcmqa.study import load_study  # the report fingerprints the data the same way, and keeps the run

@@ -20,10 +20,11 @@ import pytest
 from fakehub import FakeHub
 from gradio_client import Client
 from postgres import fresh_database
-from space_fixtures import ALL_ORIGINS, as_a_space, board, evaluated_model, local_settings, space_app
+from space_fixtures import ALL_ORIGINS, as_a_space, board, evaluated_model, local_settings
 from workers import stop_workers, worker_process
 
-from tcmqa.hub import Publisher
+from tcmqa.hub.publisher import Publisher
+from tcmqa.leaderboard.hosted import build_hosted
 from tcmqa.prompts import PROTOCOL
 from tcmqa.publish import publish
 from tcmqa.store import FINISHED, SQLiteStore, open_store
@@ -59,7 +60,7 @@ def _hosted_space(url: str, demo_tree: Path, hub: FakeHub) -> Iterator[Client]:
         requests_repo=REQUESTS,
     )
     stop = threading.Event()
-    demo, threads = space_app()["build_hosted"](settings, hub, stop)
+    demo, threads = build_hosted(settings, hub, stop)
     port = _free_port()
     demo.queue(default_concurrency_limit=8).launch(
         server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True

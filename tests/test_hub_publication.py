@@ -25,7 +25,9 @@ import sqlalchemy as sa
 from fakehub import FakeHub, http_error, transport_error
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
-from tcmqa.hub import Publisher, request_json, with_retries
+from tcmqa.hub.files import request_json
+from tcmqa.hub.publisher import Publisher
+from tcmqa.hub.retries import with_retries
 from tcmqa.publish import publish, validate_tree
 from tcmqa.schema import OUTPUTS, PROBES, RESULTS
 from tcmqa.store import FINISHED, open_store, publications_t

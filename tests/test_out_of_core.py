@@ -22,10 +22,10 @@ import pytest
 
 from tcmqa.data import load_config
 from tcmqa.engines.base import Completion, Prompt
-from tcmqa.harness import data_fingerprint
 from tcmqa.outputs import build_rows, read_outputs, write_part
 from tcmqa.outputs_query import OutputsQuery
 from tcmqa.report import write_report
+from tcmqa.runs import data_fingerprint
 from tcmqa.simulate import SimulationConfig, simulate
 from tcmqa.study import Study, load_study
 

@@ -18,7 +18,7 @@ from space_fixtures import evaluated_model
 from tcmqa import tables
 from tcmqa.build import build
 from tcmqa.data import load_config
-from tcmqa.hub import Publisher
+from tcmqa.hub.publisher import Publisher
 from tcmqa.ingest import person_pseudonym
 from tcmqa.leaderboard.practice import NotAllowed, Practice, PracticeLoader, open_block_items
 from tcmqa.leaderboard.settings import Settings

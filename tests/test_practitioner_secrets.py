@@ -18,10 +18,12 @@ import gradio as gr
 import pytest
 import sqlalchemy.exc
 from sources import DEMO_ITEMS
-from space_fixtures import hub_models, local_settings, space_app
+from space_fixtures import hub_models, local_settings
 
 from tcmqa.build import build
 from tcmqa.leaderboard import practice as practice_lib
+from tcmqa.leaderboard.practice_tab import DOMAIN_CHOICES
+from tcmqa.leaderboard.space import build_app
 from tcmqa.store import SQLiteStore
 from tcmqa.store.practice import PracticeStore
 
@@ -63,10 +65,9 @@ def _down(*args: Any, **kwargs: Any) -> Any:
 def test_practitioner_errors_hide_secrets_from_visitors(
     failing: str, tmp_path: Path, fresh_tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = space_app()
     store = SQLiteStore(tmp_path / "store")
     settings = local_settings(store.root, fresh_tree, practice_block_size=5, practice_admins=(ADMIN,))
-    demo = app["build_app"](settings, store, hub_models())
+    demo = build_app(settings, store, hub_models())
     handlers = {
         f.fn.__name__: f.fn
         for f in demo.fns.values()
@@ -75,7 +76,7 @@ def test_practitioner_errors_hide_secrets_from_visitors(
     started = handlers["start"]("ann", True, "LIC-1", None)
     item = next(value for key, value in started.items() if getattr(key, "elem_id", None) == "practice-item")
     assert item, started  # an item is on screen: its clock runs, so submit reaches the store
-    calls = _calls(item, app["DOMAIN_CHOICES"][0][1])
+    calls = _calls(item, DOMAIN_CHOICES[0][1])
     assert set(handlers) == set(calls)  # every handler of the tab is called below (a new one must be added)
 
     if failing == "store":

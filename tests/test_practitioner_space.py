@@ -19,7 +19,7 @@ from space_fixtures import ALL_ORIGINS, board, evaluated_model, hub_models, laun
 
 from tcmqa.build import build
 from tcmqa.data import load_config
-from tcmqa.hub import Publisher
+from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard.practice import ItemClocks, Practice
 from tcmqa.store import SQLiteStore
 

@@ -103,9 +103,9 @@ def _constant_run(tree, run, letter: str, *, engine: str | None = None, limit: i
     its results row saying what data it ran on as the harness says it."""
     from tcmqa.data import has_config, load_config
     from tcmqa.engines.base import Completion, Prompt
-    from tcmqa.harness import data_fingerprint
     from tcmqa.outputs import build_rows, read_outputs, write_part
     from tcmqa.results import results_row
+    from tcmqa.runs import data_fingerprint
 
     scorable = [i for i in load_config(tree, "corpus") if not i["flagged"]]
     items = scorable[:limit]

@@ -21,7 +21,7 @@ from postgres import fresh_database
 from workers import worker_process
 
 from tcmqa import harness
-from tcmqa.harness import is_transient
+from tcmqa.runs import EXIT_TRANSIENT, is_transient
 from tcmqa.store import FAILED, FINISHED, PENDING, RUNNING, SQLiteStore, open_store
 from tcmqa.worker import WorkerConfig, evict_models, hosted_by_environment, hub_cache_folder, run_folder, run_job
 
@@ -122,7 +122,7 @@ def test_transient_the_harness_exits_75_when_the_hub_is_down(monkeypatch: pytest
         raise ConnectionError("huggingface.co unreachable")
 
     monkeypatch.setattr(harness, "_main", hub_down)
-    assert harness.main(argparse.Namespace()) == harness.EXIT_TRANSIENT == 75
+    assert harness.main(argparse.Namespace()) == EXIT_TRANSIENT == 75
 
 
 def test_transient_a_stopped_worker_hands_its_job_back(

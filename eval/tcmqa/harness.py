@@ -38,6 +38,9 @@ from tcmqa.fresh.hidden import HiddenPool, hidden_log, read_pool
 from tcmqa.fresh.scores import release_date
 from tcmqa.models import count_parameters
 from tcmqa.outputs import MANIFEST
+from tcmqa.probes.run import ProbeConfig, format_probes, run_probes
+from tcmqa.results import results_row
+from tcmqa.runs import EXIT_TRANSIENT, chunked, data_fingerprint, is_transient
 from tcmqa.schema import HUB_ID, RESULT_COLUMNS
 
 logger = logging.getLogger(__name__)
@@ -259,20 +262,6 @@ def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any, list[di
     return items, subset, scorable
 
 
-def data_fingerprint(items: list[dict[str, Any]]) -> str:
-    """Hash of what the model is asked and scored against, in order.
-
-    The results row carries the fingerprint of the whole scorable corpus (every unflagged item), so a
-    --limit run and a full run on the same data share it; the run manifest carries that of the items
-    this run evaluates, so that --resume continues only the same selection.
-    """
-    digest = hashlib.sha256()
-    for item in items:
-        fields = [item["id"], item["question"], item["options"], item["answer"], item["answer_type"]]
-        digest.update(json.dumps(fields, ensure_ascii=False, sort_keys=True).encode())
-    return digest.hexdigest()[:16]
-
-
 def data_facts(config: EvalConfig, scorable: list[dict[str, Any]]) -> dict[str, Any]:
     """What the results row says about the data: where, which revision, its fingerprint and size."""
     return {
@@ -421,8 +410,6 @@ def run_manifest(
 
 def run_facts(engine: Engine, config: EvalConfig) -> dict[str, Any]:
     """What the results row says about the model and the engine (everything but the data and the rows)."""
-    from tcmqa.results import results_row
-
     described = engine.describe()
     accepted = inspect.signature(results_row).parameters
     facts = {key: value for key, value in described.items() if key in accepted}  # engine, version, dtype, ...
@@ -471,18 +458,14 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
         check_out_dir(out, manifest, config.resume)
         out.mkdir(parents=True, exist_ok=True)
         (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
-        generated = generate_parts(engine, _chunked(items, chunk), out, name, watch)
+        generated = generate_parts(engine, chunked(items, chunk), out, name, watch)
     if pool is not None and pool.items:  # after the public items, in the same engine load; its log apart
         with hidden_log(out):
-            generated += generate_parts(engine, _chunked(pool.items, chunk), pool.outputs_dir(out), "pool", watch)
+            generated += generate_parts(engine, chunked(pool.items, chunk), pool.outputs_dir(out), "pool", watch)
     with watch("write"):
         facts = {**run_facts(engine, config), **data_facts(config, scorable)}
         results = summarise(out, items, subset, facts, pool, config.released)
     return Report(results, out, generated, dict(watch.seconds))
-
-
-def _chunked(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
-    return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 def generate_parts(engine: Engine, chunks: list[list[dict[str, Any]]], out: Path, name: str, watch: Stopwatch) -> int:
@@ -536,8 +519,6 @@ def summarise(
     ``tcmqa eval`` and ``tcmqa merge`` both end here, so a merged run's row is an unsharded run's. With a
     ``pool`` its output rows (the run's hidden part) fill the fresh columns.
     """
-    from tcmqa.results import results_row
-
     frame = outputs_mod.read_outputs(out)
     if frame["item_id"].tolist() != [item["id"] for item in items]:
         raise RuntimeError(f"{out} does not hold exactly one row per item in order; rerun into an empty --out")
@@ -557,22 +538,6 @@ def format_row(results: dict[str, Any]) -> str:
     labels = [c.label for c in columns]
     widths = [max(len(label), len(cell)) for label, cell in zip(labels, cells)]
     return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in (labels, cells))
-
-
-EXIT_TRANSIENT = 75  # sysexits' EX_TEMPFAIL: the run failed for a passing cause (Hub or network down); retry later
-_NETWORK_ERRORS = {"ConnectError", "ConnectTimeout", "ReadTimeout", "RemoteProtocolError", "ProxyError"}
-
-
-def is_transient(err: BaseException | None) -> bool:
-    """Whether ``err`` or what caused it is the network or the Hub being down (429 or 5xx), not the model's fault."""
-    while err is not None:
-        if isinstance(err, (ConnectionError, TimeoutError)) or type(err).__name__ in _NETWORK_ERRORS:
-            return True
-        status = getattr(getattr(err, "response", None), "status_code", None)
-        if isinstance(status, int) and (status == 429 or status >= 500):
-            return True
-        err = err.__cause__ or err.__context__
-    return False
 
 
 def main(args: argparse.Namespace) -> int:
@@ -597,8 +562,6 @@ def _main(args: argparse.Namespace) -> int:
             return 0
         print(format_row(report.results))
         if engine is not None:
-            from tcmqa.probes.run import ProbeConfig, format_probes, run_probes
-
             print(format_probes(run_probes(ProbeConfig(report.out, chat_template=config.chat_template), engine)))
     finally:
         if engine is not None:

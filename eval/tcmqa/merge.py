@@ -20,6 +20,7 @@ from typing import Any
 from tcmqa import harness
 from tcmqa import outputs as outputs_mod
 from tcmqa.outputs import MANIFEST, RESULTS_FILE
+from tcmqa.runs import data_fingerprint
 
 # Manifest keys that differ between the shards of one run.
 PER_SHARD = frozenset({"shard", "data_fingerprint", "n_items", "chunk_size"})
@@ -113,10 +114,10 @@ def merge(runs: list[str | Path], out: str | Path) -> dict[str, Any]:
         subset_only=bool(first.get("subset_only")),
     )
     selection, subset, _ = harness.select_items(config)
-    if harness.data_fingerprint(selection) != first.get("selection_fingerprint"):
+    if data_fingerprint(selection) != first.get("selection_fingerprint"):
         raise MergeError(
             f"the items of {first['data']} are no longer those the shards evaluated (selection fingerprint "
-            f"{harness.data_fingerprint(selection)} now, {first.get('selection_fingerprint')} then)"
+            f"{data_fingerprint(selection)} now, {first.get('selection_fingerprint')} then)"
         )
     tables = {run: outputs_mod.read_outputs_table(run) for run in runs}
     check_coverage(

@@ -449,7 +449,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "Data fingerprint",
         "string",
         doc="fingerprint of the whole scorable corpus the items were drawn from (every unflagged item, "
-        "tcmqa.harness.data_fingerprint): a --limit run and a full run on the same data share it",
+        "tcmqa.runs.data_fingerprint): a --limit run and a full run on the same data share it",
     ),
     ResultColumn("data", "Data", "string", doc="the dataset it ran on: a Hub dataset id or a built tree's path"),
     ResultColumn(

@@ -1,10 +1,10 @@
 """``tcmqa serve``: run the leaderboard Space locally, on ``--store``, else ``TCMQA_STORE`` like the app,
 else the embedded SQLite store in ``.cache/space``.
 
-The Space's UI wiring is ``space/app.py`` of a source checkout (it deploys to the Space repo on its
-own; its logic is ``tcmqa.leaderboard``). This command sets the app's environment and runs it; the app
-also starts one worker. It listens on 127.0.0.1; another host is refused unless ``TCMQA_ADMIN_TOKEN`` is set
-(local mode's identity: :mod:`tcmqa.leaderboard.identity`).
+The Space's entry point is ``space/app.py`` of a source checkout (it deploys to the Space repo on its
+own; the UI and its logic are ``tcmqa.leaderboard``). This command sets the app's environment and runs it;
+the app also starts one worker. It listens on 127.0.0.1; another host is refused unless ``TCMQA_ADMIN_TOKEN``
+is set (local mode's identity: :mod:`tcmqa.leaderboard.identity`).
 """
 
 from __future__ import annotations

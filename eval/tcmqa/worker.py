@@ -17,7 +17,7 @@ Failures are transient or permanent. Transient ones are not the submitter's faul
 the job goes back to PENDING and waits a backoff (``retry_backoff_s``, doubling per retry up to an hour),
 and the submission counts once against the rate limit however often it is retried. They are: the harness
 exiting with ``EXIT_TRANSIENT`` (75, EX_TEMPFAIL: the harness saw the Hub or the network fail, see
-:func:`tcmqa.harness.is_transient`), the harness stopped by SIGTERM, SIGINT or SIGHUP (a preempted machine),
+:func:`tcmqa.runs.is_transient`), the harness stopped by SIGTERM, SIGINT or SIGHUP (a preempted machine),
 and this worker being stopped by SIGTERM (it releases its job before it exits). Everything else is
 permanent and the job is FAILED with the log's tail: a model that does not load, a chat-template error,
 a results row that does not validate, a timeout. A worker that dies without a word (SIGKILL) cannot
@@ -61,9 +61,9 @@ from tcmqa.engines import DTYPES, ENGINES
 from tcmqa.fresh.backfill import queue_backfills
 from tcmqa.fresh.hidden import write_pool
 from tcmqa.fresh.scores import FRESH_COLUMNS
-from tcmqa.harness import EXIT_TRANSIENT
 from tcmqa.outputs import MANIFEST as RUN_MANIFEST
 from tcmqa.outputs import OUTPUTS_DIR, part_files
+from tcmqa.runs import EXIT_TRANSIENT
 from tcmqa.schema import HUB_ID, RESULTS
 from tcmqa.store import BACKFILL, FAILED, FINISHED, RUNNING, Job, Store, open_store
 

@@ -1,4 +1,4 @@
 """The leaderboard Space's logic (board, submission checks, item explorer, settings), without gradio.
 
-``space/app.py`` wires these into the UI; tests and benchmarks use them directly.
+``tcmqa.leaderboard.space`` wires these into the UI; tests and benchmarks use them directly.
 """

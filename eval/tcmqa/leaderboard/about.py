@@ -1,4 +1,5 @@
-"""The About tab's section on the probe, uncertainty and fresh columns, built from their declarations.
+"""The About tab: the protocol, the departures from the paper, links and citation (``ABOUT``), and its
+section on the probe, uncertainty and fresh columns, built from their declarations.
 
 What a column *is* is said once, in its declaration (``tcmqa.schema.RESULT_COLUMNS`` docs, and
 ``board.DERIVED`` for the columns the board derives); this module adds what it can and cannot show,
@@ -8,8 +9,55 @@ so the About text follows the board when a column's meaning changes.
 from __future__ import annotations
 
 from tcmqa.fresh.gap import MIN_POOL
-from tcmqa.leaderboard.board import DEFAULT_COLUMNS, DERIVED, FRESH_CI, FULL_CI, GAP_CI, SEPARATION, SUBSET_CI
-from tcmqa.schema import RESULT_COLUMNS
+from tcmqa.leaderboard.board import (
+    DEFAULT_COLUMNS,
+    DERIVED,
+    FRESH_CI,
+    FULL_CI,
+    GAP_CI,
+    HUMAN_SUBSET,
+    SEPARATION,
+    SUBSET_CI,
+)
+from tcmqa.schema import CITATION, HOMEPAGE, RESULT_COLUMNS
+
+ABOUT = """
+## Protocol ({protocol})
+Each model answers every item once: its own chat template with thinking disabled, greedy decoding
+(temperature 0), 16 new tokens. Two predictions come from that one generation: the letters A–E found
+in the text after NFKC normalisation (exact match on the answer set: **Full**, **Single**, **Multi**,
+**Subset**), and the argmax over A–E of the first token's log-probs, read by token id for all five
+letters (**LP Full**). Multi-answer items also get precision/recall/F1. **Δ human** is Subset minus the
+practitioners' majority vote ({human}). Rows marked *reported* are the paper's Table 4; *evaluated*
+rows were run by this Space.
+
+## Departures from the paper
+*Evaluated* rows are scored with three departures from the paper's Section 2.3 (*reported* rows are
+the paper's own numbers):
+
+- **(a) Letter scan.** The text is NFKC-normalised before the scan, so full-width `Ｂ` or circled `Ⓑ`
+  counts as `B`; the paper scans the raw text. Effect: Full, Single, Multi, Subset and Multi P/R/F1
+  change only for a model whose text holds such characters. The paper's behaviour: re-score
+  `generated_text` in the `outputs` config with the metric's `parser="paper"`.
+- **(b) Letter log-probs.** All five letters are read by token id, each summed (log-sum-exp) over its
+  single-token spellings; the paper takes the engine's top-k log-probs and sets letters outside them to
+  −∞. Effect: LP Full can differ, and margins are always finite here, so **Conf. gap** is not comparable
+  with the paper's. The paper's behaviour cannot be recovered from the stored `letter_logprobs`: it
+  needs a re-run with the engine returning its top-k log-probs.
+- **(c) Empty predictions.** An answer with no letter scores precision 0 in Multi P/R/F1; the paper's
+  Table 5 reads as if such answers were left out of precision. Effect: multi-answer precision is lower
+  here when a model gives empty answers. The paper's behaviour: drop rows with an empty `prediction`
+  before averaging `precision`, or score with the metric's `empty_precision=None`.
+
+{probes}
+## Links
+- Dataset: [{homepage}]({homepage}) (configs `corpus`, `responses`, `subset`, `outputs`, `results`)
+- Metric: `evaluate.load("tcmqa_metric")` — exact match over answer sets, P/R/F1
+
+## Citation
+```bibtex
+{citation}```
+"""
 
 # (section title, its lead, {results field or derived label: what the column can and cannot show})
 SECTIONS: tuple[tuple[str, str, dict[str, str]], ...] = (
@@ -129,3 +177,10 @@ def probes_markdown() -> str:
             label, doc = declared[name]
             lines.append(f"- **{label}**: {doc}. {note}")
     return "\n".join(lines) + "\n"
+
+
+def about_markdown(protocol: str) -> str:
+    """The About tab's text for the Space's ``protocol``."""
+    return ABOUT.format(
+        protocol=protocol, human=HUMAN_SUBSET, probes=probes_markdown(), homepage=HOMEPAGE, citation=CITATION
+    )

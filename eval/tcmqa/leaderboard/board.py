@@ -61,6 +61,7 @@ from tcmqa.fresh.gap import MIN_POOL
 from tcmqa.leaderboard import outcomes, uncertainty
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
+from tcmqa.runs import data_fingerprint
 from tcmqa.schema import RESULT_COLUMNS
 from tcmqa.store import Store
 
@@ -266,7 +267,6 @@ def served_fingerprint(data: str) -> str:
     """The fingerprint a full run on ``data`` records: that of its scorable corpus (every unflagged item, in
     order), by the harness's own rule."""
     from tcmqa.data import load_config
-    from tcmqa.harness import data_fingerprint  # imported here: the board's module stays light
 
     return data_fingerprint([item for item in load_config(data, "corpus").to_list() if not item["flagged"]])
 

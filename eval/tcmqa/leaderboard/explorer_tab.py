@@ -1,8 +1,9 @@
 """The Space's Item explorer tab: search and filters, pages of results, and the item page a row opens.
 
 Gradio wiring only: the logic is :class:`tcmqa.leaderboard.explorer.Explorer` (what is withheld for items
-in open practitioner blocks) over :mod:`tcmqa.leaderboard.browse` (the filters and pages). ``space/app.py``
-calls :func:`explorer_tab` inside its ``gr.Tab``; every handler goes through the app's ``visitor_safe``.
+in open practitioner blocks) over :mod:`tcmqa.leaderboard.browse` (the filters and pages).
+:mod:`tcmqa.leaderboard.space` calls :func:`explorer_tab` inside its ``gr.Tab``; every handler goes through
+``visitor_safe``.
 The endpoints, each classified in tests/test_practitioner_open_block.py's ENDPOINTS: ``/browse`` (a page),
 ``/item`` (an item page), and the private ``first_page`` (a filter changed), ``previous_page``,
 ``next_page``, ``open_row`` (a result row clicked) and ``refresh_choices`` (page load: the models with

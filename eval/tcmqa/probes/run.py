@@ -20,7 +20,7 @@ import logging
 import shutil
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from tcmqa.engines.base import Prompt
 from tcmqa.outputs import MANIFEST, RESULTS_FILE, read_outputs
 from tcmqa.probes import PROBE_VERSION, order, rotation
 from tcmqa.results import PROBE_COLUMNS
+from tcmqa.runs import chunked, data_fingerprint
 from tcmqa.schema import PROBES
 
 PROBES_DIR = "probes"
@@ -168,12 +169,6 @@ def probe_items(config: ProbeConfig, manifest: Mapping[str, Any], outputs: pd.Da
     return rotate, order.sample_items(items, _order_items(config.order_items), config.seed)
 
 
-def _fingerprint(items: Sequence[Mapping[str, Any]]) -> str:
-    from tcmqa.harness import data_fingerprint
-
-    return data_fingerprint(items)
-
-
 def _write(path: Path, rows: list[dict[str, Any]], facts: Mapping[str, Any]) -> None:
     """One probe part, atomically; each row gets the run's facts and every ``PROBES`` column."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -300,9 +295,9 @@ def run_probes(config: ProbeConfig, engine: Engine | None = None) -> dict[str, A
         plan = {
             "probe_version": PROBE_VERSION,
             "rotations": config.rotations,
-            "rotation_items": _fingerprint(rotate),
+            "rotation_items": data_fingerprint(rotate),
             "n_rotation_items": len(rotate),
-            "order_items": _fingerprint(tested),
+            "order_items": data_fingerprint(tested),
             "n_order_items": len(tested),
             "orders": orders,
             "seed": config.seed,
@@ -328,10 +323,10 @@ def run_probes(config: ProbeConfig, engine: Engine | None = None) -> dict[str, A
 
         seconds: dict[str, float] = {}
         start = time.perf_counter()
-        rotated = run_rotations(engine, _chunks(rotate, chunk), published, folder, facts)
+        rotated = run_rotations(engine, chunked(rotate, chunk), published, folder, facts)
         seconds["rotation"] = time.perf_counter() - start
         start = time.perf_counter()
-        ordered = run_order_test(engine, _chunks(tested, max(1, chunk // 8)), orders, config.seed, folder, facts)
+        ordered = run_order_test(engine, chunked(tested, max(1, chunk // 8)), orders, config.seed, folder, facts)
         seconds["order"] = time.perf_counter() - start
     finally:
         if owned:
@@ -342,10 +337,6 @@ def run_probes(config: ProbeConfig, engine: Engine | None = None) -> dict[str, A
     timing = {"seconds": seconds, "generated_now": {"rotation": rotated, "order": ordered}}
     manifest_file.write_text(json.dumps({"plan": plan, **timing}, indent=1))
     return results
-
-
-def _chunks(items: list[Mapping[str, Any]], size: int) -> list[list[Mapping[str, Any]]]:
-    return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 def format_probes(results: Mapping[str, Any]) -> str:

@@ -5,7 +5,7 @@ and a worker) never act on a job at once; each records the admin and the reason 
 which the submitter reads. A cancelled RUNNING job loses its claim: its worker's next heartbeat returns
 False and its result is never recorded. Withdrawing removes the results row and the outputs and probes
 parts from the store (the board drops the row) and any publication not yet made; the Hub's copy is
-removed by :meth:`tcmqa.hub.Publisher.withdraw`, which calls this after its commit.
+removed by :meth:`tcmqa.hub.publisher.Publisher.withdraw`, which calls this after its commit.
 """
 
 from __future__ import annotations

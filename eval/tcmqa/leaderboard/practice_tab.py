@@ -1,0 +1,522 @@
+"""The Space's Practitioners tab: sign in, confirm a licence, answer one item per screen, pause, review the
+finished block; the study lead's console for admins. Its gradio components and handlers over
+:mod:`tcmqa.leaderboard.practice` (the study's rules); :func:`tcmqa.leaderboard.space.build_app` calls
+:func:`practitioners_tab` inside its ``gr.Tab``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from tcmqa.leaderboard import practice as practice_lib
+from tcmqa.leaderboard.errors import reported
+from tcmqa.leaderboard.practice.text import review_markdown
+from tcmqa.leaderboard.settings import Settings
+from tcmqa.leaderboard.visitor import visitor_safe
+
+PRACTICE_HINT = (
+    "Licensed TCM practitioners answer the same items as the models, under the paper's protocol: a fixed "
+    "private block of items, one item per screen, the answer, one to three domains, a difficulty from 1 to 5, "
+    "and a flag for a defective item. Your answers are stored at once; come back any time to resume. The "
+    "reference answers are shown only once your block is complete."
+)
+KEYS_HINT = "Keys: **A–E** choose an answer · **1–5** the difficulty · **Enter** submits."
+DOMAIN_CHOICES = [(f"{zh} ({key})", key) for key, zh in practice_lib.DOMAINS.items()]
+LETTERS = list("ABCDE")
+PAUSE_LABEL, RESUME_LABEL = "暫停一下 Pause", "繼續 Resume (paused)"
+PAUSED_TEXT = "**Paused.** The item is hidden and this time is recorded as paused: press **繼續 Resume** to go on."
+# local mode: the browser remembers the name it started with, so a reload resumes the block by itself
+REMEMBER_JS = """(name, licence, number) => {
+  if (name) localStorage.setItem("tcmqa-practitioner", name);
+  return [name, licence, number];
+}"""
+RECALL_JS = '(name) => localStorage.getItem("tcmqa-practitioner") || ""'
+HEARTBEAT_S = 10  # the open item's page says it is still there this often
+# A-E pick an answer, 1-5 a difficulty, Enter submits: never while typing in a text field, never with no item
+# on screen (paused, the block over, another tab shown); Enter submits wherever the focus is (a button, the
+# one-line comment included; an input method's Enter that commits a composition is left alone)
+KEYS_JS = """
+() => {
+  if (window.__tcmqaKeys) return;
+  window.__tcmqaKeys = true;
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+    const t = e.target;
+    const typing = t && (t.tagName === "TEXTAREA" || t.isContentEditable ||
+      (t.tagName === "INPUT" && !["radio", "checkbox"].includes(t.type)));
+    const work = document.querySelector("#practice-work");
+    const inComment = e.key === "Enter" && t && t.closest && t.closest("#practice-comment");
+    if ((typing && !inComment) || !work || !work.checkVisibility()) return;
+    const key = e.key.length === 1 ? e.key.toUpperCase() : e.key;
+    let target = null;
+    if ("ABCDE".includes(key) && key.length === 1) {
+      target = document.querySelector(`#practice-single input[value="${key}"]`) ||
+        document.querySelector(`#practice-multi input[name="${key}"]`);
+    } else if ("12345".includes(key) && key.length === 1) {
+      target = document.querySelector(`#practice-difficulty input[value="${key}"]`);
+    } else if (key === "Enter") {
+      target = document.querySelector("#practice-submit:not([disabled])");
+    }
+    if (target) {  // the page's own handlers never see it (Enter on a focused checkbox would toggle it)
+      e.preventDefault();
+      e.stopPropagation();
+      target.click();
+    }
+  }, true);
+}
+"""
+
+
+def _missing(answer: list[str], difficulty: Any, domains: list[str]) -> list[str]:
+    """What the practitioner has still to give before this item can be recorded (the flag and comment are optional)."""
+    missing = []
+    if not answer:
+        missing.append("your **answer** (A–E)")
+    if not difficulty:
+        missing.append("a **difficulty** from 1 to 5")
+    if not domains:
+        missing.append("at least one **domain**")
+    return missing
+
+
+CONSOLE_HEADERS = {  # the console's tables (Practice's column names) as the study lead reads them
+    "practitioner_id": "pseudonym",
+    "accuracy": "accuracy %",
+    "agreement": "agreement %",
+    "median_seconds": "median s",
+    "longest_same_answer_run": "same-answer run",
+    "flag_comments": "flag comments",
+    "last_active": "last active",
+    "excluded_reason": "reason",
+    "excluded_by": "by",
+    "study_flags": "study flags",
+    "open_slots": "open slots",
+    "assigned_at": "assigned",
+    "decided_by": "by",
+    "decided_at": "when",
+}
+
+
+def _console_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A console table for the page: list cells (blocks, comments) as text one entry a line, fractions
+    of a second and percentages to one decimal, short headers."""
+    frame = frame.copy()
+    for column in frame.columns:
+        if frame[column].map(lambda v: isinstance(v, list | tuple)).any():
+            frame[column] = frame[column].map(lambda v: "\n".join(map(str, v)) if isinstance(v, list | tuple) else v)
+        elif pd.api.types.is_float_dtype(frame[column]):
+            frame[column] = frame[column].round(1)
+    return frame.rename(columns=CONSOLE_HEADERS)
+
+
+def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader, demo: gr.Blocks) -> None:
+    """The Practitioners tab: sign in, confirm a licence, answer one item per screen (keys A–E, 1–5, Enter),
+    pause, review the finished block; admins get the study lead's console. Every handler is ``visitor_safe``:
+    a failure that is not a refusal reaches the page as its kind and an id, never its text.
+
+    The clock of the item on screen is the server's (:class:`ItemClocks`, per account), so seconds and
+    seconds paused stay right across pause, submit, reload and resume: while the page is open it says so
+    every ``HEARTBEAT_S``; a gap longer than ``practice_lib.AWAY_S`` (the page was closed or reloaded) counts as paused,
+    as does a pause; the Pause button shows the state the server holds.
+    """
+    refusals = (practice_lib.NotAllowed, practice_lib.DailyCapReached, ValueError)
+    clocks = practice_lib.ItemClocks()
+    visitor_note: dict[str, str] = {}  # the page-load note for visitors, by the practice version it was made at
+
+    def account(name: str | None, profile: gr.OAuthProfile | None) -> str | None:
+        if settings.hosted:  # the signed-in Hugging Face account, never a name the browser sends
+            return profile.username if profile is not None else None
+        return (name or "").strip() or None
+
+    def is_admin(who: str | None) -> bool:
+        return bool(who) and who in settings.practice_admins
+
+    def paused_view(paused: bool) -> dict[Any, Any]:
+        """The item's controls as the clock stands: the button always says the true state."""
+        return {
+            work: gr.update(visible=not paused),
+            paused_note: gr.update(visible=paused, value=PAUSED_TEXT if paused else ""),
+            pause_button: gr.update(value=RESUME_LABEL if paused else PAUSE_LABEL),
+            submit_button: gr.update(interactive=not paused),
+        }
+
+    def console_view(who: str | None) -> dict[Any, Any]:
+        return {console_box: gr.update(visible=is_admin(who))}
+
+    def screen(who: str, note_text: str = "") -> dict[Any, Any]:
+        """The account's next unanswered item, or, with the block complete, its report and review."""
+        p = practice.get()
+        view = p.current(who)
+        out: dict[Any, Any] = {note: note_text, error: "", next_info: next_block_note(p, who), **console_view(who)}
+        if view is None:
+            assigned = p.assignment(who)
+            if assigned:
+                report_ = p.report(who)
+                text = (
+                    practice_lib.report_markdown(report_)
+                    + "\n\n"
+                    + review_markdown(p.review_rows(who, report_["block"]))
+                )
+            else:
+                text = "No items are left to assign: thank you."
+            return {
+                **out,
+                item_box: gr.update(visible=False),
+                item_id: "",
+                single: gr.update(value=None),
+                multi: gr.update(value=[]),
+                review_box: gr.update(visible=True),
+                report: text,
+                next_button: gr.update(visible=bool(assigned)),
+            }
+        letters = [(f"{k}. {v}", k) for k, v in view.options.items()]
+        is_multi = view.answer_type == "multi"
+        return {
+            **out,
+            **paused_view(clocks.show(who, view.item_id, time.time())),
+            item_box: gr.update(visible=True),
+            review_box: gr.update(visible=False),
+            report: "",
+            header: f"**{view.header()}** · {view.answered} answered",
+            question: practice_lib.item_markdown(view),
+            single: gr.update(choices=letters, value=None, visible=not is_multi),
+            multi: gr.update(choices=letters, value=[], visible=is_multi),
+            item_id: view.item_id,
+            domains: [],
+            difficulty: None,
+            flagged: False,
+            comment: "",
+        }
+
+    def next_block_note(p: practice_lib.Practice, who: str | None) -> str:
+        n = p.next_block_completes(who)
+        if not n:
+            return ""
+        items = f"{n} subset item" + ("s" if n != 1 else "")
+        whose = "Your next block" if who else "The next block"
+        return f"{whose} would complete **{items}** (items the study left short of raters)."
+
+    def refused(text: str, who: str | None = None) -> dict[Any, Any]:
+        return {note: text, **console_view(who)}
+
+    @visitor_safe
+    def start(name: str, licence: bool, number: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
+        who = account(name, profile)
+        if who is None:
+            return refused("❌ Sign in first." if settings.hosted else "❌ Enter your name first.")
+        try:
+            p = practice.get()
+        except Exception as err:  # the data may be unreachable (an offline Hub, a missing tree): said, not raised
+            failed = reported(err, "practice_start")  # the text (a path, a host) goes to the log only
+            return refused(f"❌ The items could not be loaded from {settings.data}: {failed}. Try again later.", who)
+        try:
+            if licence:
+                p.confirm(who, True, number)
+            elif not p.status(who)["confirmed"]:
+                if is_admin(who):
+                    lead = f"Signed in as **{who}**, a study lead: the console is below"
+                    return refused(lead + " (to answer items, confirm a licence).", who)
+                return refused("❌ Confirm that you hold a TCM licence to answer.", who)
+            return screen(who, f"Signed in as **{who}**.")
+        except refusals as err:
+            return refused(f"❌ {err}", who)
+
+    @visitor_safe
+    def resume(saved_name: str | None, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
+        """On page load: the signed-in (hosted) or remembered (local) account's block, where it was left."""
+        who = account(saved_name, profile)
+        if who is None:  # a visitor: what a new practitioner's block would bring (cached per practice version)
+            try:
+                p = practice.get()
+                version = p.store.practice_version()
+                if visitor_note.get("version") != version:
+                    visitor_note.update(version=version, text=next_block_note(p, None))
+                return {next_info: visitor_note["text"]}
+            except Exception as err:  # the data may be unreachable: logged; the tab says so when they start
+                reported(err, "practice_resume")
+                return {note: gr.update()}
+        out: dict[Any, Any] = {note: gr.update()} if settings.hosted else {name: who}
+        try:
+            if not practice.get().status(who)["confirmed"]:
+                return {**out, **console_view(who)}
+            return {**out, **screen(who, f"Welcome back, **{who}**: your block resumes where you left it.")}
+        except refusals as err:
+            return {**out, **refused(f"❌ {err}", who)}
+
+    @visitor_safe
+    def submit(
+        name: str,
+        item: str,
+        one: str | None,
+        many: list[str] | None,
+        chosen_domains: list[str] | None,
+        level: int | None,
+        flag: bool,
+        remark: str,
+        profile: gr.OAuthProfile | None,
+    ) -> dict[Any, Any]:
+        who = account(name, profile)
+        if who is None:
+            return refused("❌ Sign in first.")
+        if not item:
+            return refused("❌ Start or resume first.", who)
+        answer = [one] if one else list(many or [])
+        missing = _missing(answer, level, list(chosen_domains or []))
+        if missing:
+            return {error: "⚠️ Still needed before this item can be recorded: " + "; ".join(missing) + "."}
+        now = time.time()
+        timed = clocks.times(who, item, now)
+        if timed is not None:
+            seconds, paused = timed  # the whole time on the item, and the paused part of it
+        elif any(r["item_id"] == item for r in practice.get().store.practice_responses(account=who)):
+            seconds = paused = 0.0  # a replay of a recorded item: it records nothing, the stored times stay
+        else:  # the Space restarted since the item was shown: its time is unknown and never made up
+            clocks.show(who, item, now)
+            return {error: "⚠️ This item's timer was lost (the Space restarted); it runs again from now: submit again."}
+        try:
+            recorded, _ = practice.get().submit(
+                who,
+                item,
+                answer,
+                list(chosen_domains or []),
+                int(level) if level else None,
+                bool(flag),
+                remark or "",
+                seconds,
+                paused,
+            )
+        except ValueError as err:  # InvalidResponse names the field: said next to the controls, the item stays
+            return {error: f"⚠️ {err}"}
+        except (practice_lib.NotAllowed, practice_lib.DailyCapReached) as err:
+            return refused(f"❌ {err}", who)
+        clocks.done(who, item)
+        try:
+            return screen(who, "✅ Recorded." if recorded else "This item was already recorded.")
+        except refusals as err:
+            return refused(f"❌ {err}", who)
+
+    @visitor_safe
+    def pause(name: str, item: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
+        """Pause or resume the item's clock; the controls show the state the server holds."""
+        who = account(name, profile)
+        if who is None or not item:
+            return {note: gr.update()}
+        paused = clocks.toggle(who, item, time.time())
+        return paused_view(paused)
+
+    @visitor_safe
+    def heartbeat(name: str, item: str, profile: gr.OAuthProfile | None) -> None:
+        who = account(name, profile)
+        if who and item:
+            clocks.touch(who, item, time.time())
+
+    @visitor_safe
+    def next_block(name: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
+        who = account(name, profile)
+        try:
+            practice.get().assignment(who, next_block=True)
+            return screen(who) if who else refused("❌ Sign in first.")
+        except refusals as err:
+            return refused(f"❌ {err}", who)
+
+    # the study lead's console (admins): every function checks the account itself (Practice._admin)
+    def console_tables(admin: str | None) -> list[pd.DataFrame]:
+        """Per practitioner, flagged items with every comment, slots, blocks, decisions (lists as text)."""
+        p = practice.get()
+        frames = [
+            p.practitioners_table(admin),
+            p.flagged_items(admin),
+            p.slots_table(admin),
+            p.progress(admin),
+            p.decisions(admin),
+        ]
+        return [_console_frame(f) for f in frames]
+
+    @visitor_safe
+    def console(name: str, profile: gr.OAuthProfile | None) -> list[Any]:
+        try:
+            return ["", *console_tables(account(name, profile))]
+        except refusals as err:
+            return [f"❌ {err}", *[pd.DataFrame() for _ in range(5)]]
+
+    def decided(admin: str | None, text: str) -> list[Any]:
+        """The console after a decision: what was done, and the tables as they stand now."""
+        try:
+            return [text, *console_tables(admin)]
+        except refusals as err:
+            return [f"❌ {err}", *[gr.update() for _ in range(5)]]
+
+    def refused_console(err: Exception) -> list[Any]:
+        return [f"❌ {err}", *[gr.update() for _ in range(5)]]
+
+    @visitor_safe
+    def exclude(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
+        return set_excluded(name, who, why, profile, True)
+
+    @visitor_safe
+    def include(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
+        return set_excluded(name, who, why, profile, False)
+
+    def set_excluded(name: str, who: str, why: str, profile: gr.OAuthProfile | None, excluded: bool) -> list[Any]:
+        admin, who = account(name, profile), (who or "").strip()
+        if not who:
+            return refused_console(ValueError("enter the practitioner's account"))
+        try:
+            practice.get().exclude(admin, who, why, excluded)
+        except refusals as err:
+            return refused_console(err)
+        return decided(admin, f"{'Excluded' if excluded else 'Re-included'} **{who}**: {why.strip()}")
+
+    @visitor_safe
+    def release(name: str, who: str, block: float | None, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
+        admin, who = account(name, profile), (who or "").strip()
+        if not who or block is None:
+            return refused_console(ValueError("enter the account and the block of the slot to release"))
+        try:
+            practice.get().release_slot(admin, who, int(block), why)
+        except refusals as err:
+            return refused_console(err)
+        return decided(admin, f"Released **{who}**'s slot in block {int(block)}: {why.strip()}")
+
+    @visitor_safe
+    def reassign(
+        name: str, who: str, block: float | None, slot: float | None, why: str, profile: gr.OAuthProfile | None
+    ) -> list[Any]:
+        admin, who = account(name, profile), (who or "").strip()
+        if not who or block is None or slot is None:
+            return refused_console(ValueError("enter the block, the slot and the account to give it to"))
+        try:
+            practice.get().reassign_slot(admin, int(block), int(slot), who, why)
+        except refusals as err:
+            return refused_console(err)
+        return decided(admin, f"Slot {int(slot)} of block {int(block)} given to **{who}**: {why.strip()}")
+
+    @visitor_safe
+    def export(name: str, profile: gr.OAuthProfile | None) -> tuple[str, str | None]:
+        try:
+            folder = tempfile.mkdtemp(prefix="tcmqa-export-")
+            path = practice.get().export_platform_db(account(name, profile), f"{folder}/annotation_platform.sqlite")
+            return "Exported in the platform's format (`tcmqa build --platform-db`).", str(path)
+        except refusals as err:
+            return f"❌ {err}", None
+
+    gr.Markdown(PRACTICE_HINT)
+    if settings.hosted:
+        gr.LoginButton()
+        name = gr.Textbox(visible=False)
+    else:
+        name = gr.Textbox(label="Your name (local mode)", elem_id="practice-name")
+    with gr.Row():
+        licence = gr.Checkbox(label="I hold a TCM practitioner licence (asked once)", elem_id="practice-licence")
+        number = gr.Textbox(
+            label="Licence number (optional; kept private, never published)", elem_id="practice-licence-number"
+        )
+    start_button = gr.Button("Start / resume my block", variant="primary", elem_id="practice-start")
+    note = gr.Markdown(elem_id="practice-note")
+    next_info = gr.Markdown(elem_id="practice-next-info")
+    item_id = gr.Textbox(visible=False, elem_id="practice-item")
+    with gr.Column(visible=False, elem_id="practice-item-box") as item_box:
+        header = gr.Markdown(elem_id="practice-header")
+        with gr.Column(elem_id="practice-work") as work:
+            question = gr.Markdown(elem_id="practice-question")
+            # every letter is a choice from the start: a submission in a session the server does not know (after
+            # a restart) still passes gradio's check; each item's screen labels them with its options
+            single = gr.Radio(LETTERS, label="Answer (one letter)", visible=False, elem_id="practice-single")
+            multi = gr.CheckboxGroup(
+                LETTERS, label="Answer (two or more letters)", visible=False, elem_id="practice-multi"
+            )
+            domains = gr.CheckboxGroup(DOMAIN_CHOICES, label="Domains (one to three)", elem_id="practice-domains")
+            difficulty = gr.Radio(
+                [1, 2, 3, 4, 5], label="Difficulty for you (1 easiest, 5 hardest)", elem_id="practice-difficulty"
+            )
+            with gr.Row():
+                flagged = gr.Checkbox(label="問題報錯 Flag this item as incorrect (optional)", elem_id="practice-flag")
+                comment = gr.Textbox(label="Comment (optional)", max_length=500, elem_id="practice-comment")
+        paused_note = gr.Markdown(PAUSED_TEXT, visible=False, elem_id="practice-paused")
+        error = gr.Markdown(elem_id="practice-error")
+        with gr.Row():
+            pause_button = gr.Button(PAUSE_LABEL, elem_id="practice-pause")
+            submit_button = gr.Button("Submit and next", variant="primary", elem_id="practice-submit")
+        gr.Markdown(KEYS_HINT, elem_id="practice-keys")
+    with gr.Column(visible=False, elem_id="practice-review-box") as review_box:
+        report = gr.Markdown(elem_id="practice-report")
+        next_button = gr.Button("Start another block", elem_id="practice-next")
+    heartbeat_timer = gr.Timer(HEARTBEAT_S)
+    with gr.Column(visible=False, elem_id="practice-console") as console_box:
+        gr.Markdown(
+            "## The study lead's console\nAdmins only (every action is checked against the admin list). "
+            "Accuracy is against the reference answers, agreement with the co-raters on the same items; "
+            "a long run of identical answers suggests clicking through."
+        )
+        admin_note = gr.Markdown(elem_id="console-note")
+        refresh_button = gr.Button("Refresh the console", elem_id="console-refresh")
+        wide = {"interactive": False, "wrap": True, "max_height": 420}
+        practitioners_table = gr.Dataframe(label="Practitioners", elem_id="console-practitioners", **wide)
+        with gr.Row():
+            excluded = gr.Textbox(label="Practitioner (account)", elem_id="console-account")
+            reason = gr.Textbox(label="Reason (recorded with your account)", elem_id="console-reason")
+        with gr.Row():
+            exclude_button = gr.Button("Exclude", variant="stop", elem_id="console-exclude")
+            include_button = gr.Button("Re-include", elem_id="console-include")
+        with gr.Row():
+            slot_block = gr.Number(None, label="Block", precision=0, elem_id="console-block")
+            slot_number = gr.Number(None, label="Slot (to reassign)", precision=0, elem_id="console-slot")
+            release_button = gr.Button("Release the account's slot in this block", elem_id="console-release")
+            reassign_button = gr.Button("Give this slot to the account", elem_id="console-reassign")
+        flagged_table = gr.Dataframe(label="Flagged items, every comment", elem_id="console-flagged", **wide)
+        slots_table = gr.Dataframe(label="Slots", elem_id="console-slots", **wide)
+        progress_table = gr.Dataframe(label="Blocks", elem_id="console-blocks", **wide)
+        decisions_table = gr.Dataframe(label="Exclusions and re-inclusions", elem_id="console-decisions", **wide)
+        export_button = gr.Button("Export the whole study (platform database)", elem_id="console-export")
+        export_file = gr.File(label="annotation_platform.sqlite", height=90, elem_id="console-export-file")
+    tables = [admin_note, practitioners_table, flagged_table, slots_table, progress_table, decisions_table]
+    refresh_button.click(console, name, tables, api_name="practice_console")
+    exclude_button.click(exclude, [name, excluded, reason], tables, api_name="practice_exclude")
+    include_button.click(include, [name, excluded, reason], tables, api_name="practice_include")
+    release_button.click(release, [name, excluded, slot_block, reason], tables, api_name="practice_release")
+    reassign_button.click(
+        reassign, [name, excluded, slot_block, slot_number, reason], tables, api_name="practice_reassign"
+    )
+    export_button.click(export, name, [admin_note, export_file], api_name="practice_export")
+    screen_outputs = [
+        note,
+        header,
+        question,
+        single,
+        multi,
+        item_id,
+        domains,
+        difficulty,
+        flagged,
+        comment,
+        error,
+        pause_button,
+        submit_button,
+        work,
+        paused_note,
+        item_box,
+        review_box,
+        next_button,
+        next_info,
+        name,
+        console_box,
+        report,
+    ]
+    start_button.click(start, [name, licence, number], screen_outputs, api_name="practice_start", js=REMEMBER_JS)
+    demo.load(resume, name, screen_outputs, api_name=False, show_progress="hidden", js=RECALL_JS)
+    demo.load(None, js=KEYS_JS)
+    submit_button.click(
+        submit,
+        [name, item_id, single, multi, domains, difficulty, flagged, comment],
+        screen_outputs,
+        api_name="practice_submit",
+        concurrency_limit=None,
+    )
+    pause_button.click(pause, [name, item_id], screen_outputs, api_name="practice_pause")
+    heartbeat_timer.tick(heartbeat, [name, item_id], None, api_name=False, show_progress="hidden")
+    next_button.click(next_block, name, screen_outputs, api_name="practice_next")
