@@ -69,7 +69,13 @@ class EvalConfig:
     )
     limit: int | None = field(default=None, metadata={"help": "evaluate only the first N items", "metavar": "N"})
     subset_only: bool = field(default=False, metadata={"help": "only the practitioners' comparison subset"})
-    out: Path | None = field(default=None, metadata={"help": "run folder (default: runs/<model name>)"})
+    out: Path | None = field(
+        default=None,
+        metadata={
+            "help": "run folder (default: runs/<model name>): new or empty; one holding a run is refused "
+            "unless --resume"
+        },
+    )
     resume: bool = field(default=False, metadata={"help": "continue an interrupted run in --out"})
     dry_run: bool = field(default=False, metadata={"help": "print three rendered prompts and stop"})
     chat_template: Path | None = field(
