@@ -5,6 +5,7 @@ answered with one letter through the API, and every command that writes a folder
 from __future__ import annotations
 
 import logging
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -149,10 +150,11 @@ def test_bad_input_multi_answer_needs_two_letters_on_the_api(tmp_path: Path, fre
 
 
 def test_bad_input_folder_commands_run_twice_replace_their_own_and_refuse_others(
-    tmp_path: Path, capsys: pytest.CaptureFixture
+    tmp_path: Path, capsys: pytest.CaptureFixture, tiny_eval: dict
 ) -> None:
     """build, simulate and report (the commands that write a whole --out folder) replace an earlier output of
-    their own, as their help says, and refuse a folder that is someone else's before writing anything."""
+    their own, as their help says, and refuse a folder that is someone else's before writing anything; eval and
+    merge refuse a folder holding a run (eval continues it with --resume), as theirs says."""
     tree, sim, report = tmp_path / "tree", tmp_path / "sim", tmp_path / "report"
     small = ("--n-items", "300", "--n-raters", "6", "--n-responses", "300")
     runs = {
@@ -178,3 +180,14 @@ def test_bad_input_folder_commands_run_twice_replace_their_own_and_refuse_others
         with pytest.raises(SystemExit, match="is not empty and holds no earlier output"):
             cli.main([str(other) if argv[i - 1] == "--out" else a for i, a in enumerate(argv)])
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
+    run = tmp_path / "run"
+    evaluate = ["eval", *(f"--{k.replace('_', '-')}={v}" for k, v in tiny_eval.items()), "--limit=4", f"--out={run}"]
+    with pytest.raises(SystemExit):
+        cli.main(["eval", "--help"])
+    assert "unless --resume" in " ".join(capsys.readouterr().out.split())
+    assert cli.main(evaluate) == 0
+    with pytest.raises(SystemExit, match="already holds a run; pass --resume"):
+        cli.main(evaluate)
+    assert cli.main([*evaluate, "--resume"]) == 0
+    with pytest.raises(SystemExit, match="already holds a run; merge into an empty --out"):
+        cli.main(["merge", str(run), "--out", str(shutil.copytree(run, tmp_path / "copy"))])

@@ -86,7 +86,9 @@ def build_hosted(
         LocalWorker(settings.store, settings.data, shlex.split(settings.worker_args)).start()
     if not settings.publish:
         return build_app(settings, store, api), []
-    publisher = Publisher(store, api, settings.results_repo, requests_repo=settings.requests_repo)
+    publisher = Publisher(
+        store, api, settings.results_repo, requests_repo=settings.requests_repo, raters=settings.practice_raters
+    )
     threads = start_publishing(settings, store, publisher, stop or threading.Event())
     return build_app(settings, store, api, publisher), threads
 
