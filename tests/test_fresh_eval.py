@@ -18,6 +18,7 @@ from tcmqa import harness
 from tcmqa.data import load_config
 from tcmqa.fresh import backfill
 from tcmqa.fresh.hidden import HIDDEN_DIR, read_pool, write_pool
+from tcmqa.fresh.pool import retire
 from tcmqa.fresh.scores import FRESH_COLUMNS
 from tcmqa.harness import EvalConfig
 from tcmqa.hub.publisher import Publisher
@@ -26,7 +27,7 @@ from tcmqa.outputs import read_outputs
 from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import OUTPUTS
 from tcmqa.store import BACKFILL, FAILED, FINISHED, SQLiteStore
-from tcmqa.worker import WorkerConfig, work
+from tcmqa.worker import WorkerConfig, hand_pool, work
 
 pytest.importorskip("transformers")
 
@@ -250,3 +251,57 @@ def test_fresh_hidden_pool_reaches_the_stand_in_harness_too(demo_tree, tmp_path,
     assert store.get(job.id).status == FINISHED
     [row] = store.results()
     assert (row["n_fresh"], row["pool_version"], row["model_released"]) == (2, store.fresh_pool_version(), "2025-01-02")
+
+
+def test_fresh_retired_outputs_are_published_when_their_item_retires(evaluated, tmp_path):
+    """A job's outputs of the hidden pool are kept in the store, none of them committed; once an item retires, the
+    publisher commits that item's rows (in a part of the job's own, so the ``outputs`` config holds them) and still
+    none of the items still hidden."""
+    source, job_id, items, _ = evaluated
+    assert source.root is not None
+    shutil.copytree(source.root, tmp_path / "s")  # retired in a copy: the module's pool stays as it was
+    store = SQLiteStore(tmp_path / "s")
+    store.republish([job_id])  # published to another hub by an earlier test
+    hub = FakeHub()
+    hub.create_repo(REPO)
+    publisher = Publisher(store, hub, REPO, sleep=lambda s: None)
+    assert publisher.publish_pending() == 1
+    [retired] = retire(store, "lead", keep_newest=len(items) - 1)
+    hidden = [item for item in items if item["id"] != retired]
+    assert publisher.publish_pending() == 1  # the retirement queued the job again
+    commits = hub.commits_to(REPO)
+    assert len(commits) == 2
+    pool_ids = {item["id"] for item in items}
+    held = [pool_rows(hub.files(REPO, revision=commit.sha), pool_ids) for commit in commits]
+    assert held[0] == {} and set(held[1]) == {f"outputs/{job_id}-retired-part-00000.parquet"}
+    [rows] = held[1].values()
+    assert [row["item_id"] for row in rows] == [retired] and rows[0]["model"] == "tiny"
+    secrets = [item["id"] for item in hidden] + [item["question"] for item in hidden]
+    for commit in commits:
+        for path, data in hub.files(REPO, revision=commit.sha).items():
+            assert not [s for s in secrets if s.encode() in data], path
+    tree = hub.snapshot_download(REPO, repo_type="dataset")
+    outputs = load_config(tree, "outputs").to_pandas()
+    assert outputs[outputs["item_id"].isin(pool_ids)]["item_id"].tolist() == [retired]
+
+
+def pool_rows(files: dict[str, bytes], pool_ids: set[str]) -> dict[str, list[dict]]:
+    """The rows of pool items in each outputs file that holds any."""
+    found = {}
+    for path, data in files.items():
+        if path.startswith("outputs/"):
+            rows = [row for row in pq.read_table(io.BytesIO(data)).to_pylist() if row["item_id"] in pool_ids]
+            if rows:
+                found[path] = rows
+    return found
+
+
+def test_fresh_reference_is_of_the_workers_raters(demo_tree, tmp_path):
+    """The pool handed to the harness carries the practitioners' reference under the Space's N (``TCMQA_RATERS``,
+    the worker's ``--raters``), not the default 3: one right answer of three is right for N = 1, wrong for N = 3."""
+    store = SQLiteStore(tmp_path / "s")
+    [item] = accept(store, pool_items(demo_tree, n=1), right={0: [True, False, False]})
+    for raters, right in ((1, True), (3, False)):
+        pool = hand_pool(store, tmp_path / f"run-{raters}", raters)
+        assert pool is not None and read_pool(pool).reference == {item: right}
+    assert WorkerConfig().raters == 3

@@ -467,7 +467,7 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
         generated = generate_parts(engine, chunked(items, chunk), out, name, watch)
     if pool is not None and pool.items:  # after the public items, in the same engine load; its log apart
         with hidden_log(out):
-            generated += generate_parts(engine, chunked(pool.items, chunk), pool.outputs_dir(out), "pool", watch)
+            generated += generate_parts(engine, chunked(pool.items, chunk), pool.outputs_dir(out), name, watch)
     with watch("write"):
         facts = {**run_facts(engine, config), **data_facts(config, scorable)}
         results = summarise(out, items, subset, facts, pool, config.released)

@@ -121,7 +121,7 @@ VARIABLES: tuple[Variable, ...] = (
         "the study's pinned commit (required in a Space when the study is on the Hub)",
     ),
     Variable("TCMQA_BLOCK_SIZE", (SPACE,), "items per practitioner block", "`150`"),
-    Variable("TCMQA_RATERS", (SPACE,), "practitioners per block", "`3`"),
+    Variable("TCMQA_RATERS", (SPACE, WORKERS), "practitioners per block (`--raters`: the fresh reference's N)", "`3`"),
     Variable("TCMQA_DAILY_CAP", (SPACE,), "responses per account per UTC day (`0`: no cap)", "`300`"),
     Variable(
         "TCMQA_ABANDON_AFTER_H",

@@ -59,12 +59,12 @@ import pyarrow as pa
 from tcmqa import flags, variables
 from tcmqa.engines import DTYPES, ENGINES
 from tcmqa.fresh.backfill import queue_backfills
-from tcmqa.fresh.hidden import write_pool
+from tcmqa.fresh.hidden import pool_parts, write_pool
 from tcmqa.fresh.scores import FRESH_COLUMNS
 from tcmqa.outputs import MANIFEST as RUN_MANIFEST
 from tcmqa.outputs import OUTPUTS_DIR, part_files
 from tcmqa.runs import EXIT_TRANSIENT
-from tcmqa.schema import HUB_ID, RESULTS
+from tcmqa.schema import HUB_ID, RATERS_PER_ITEM, RESULTS
 from tcmqa.store import BACKFILL, FAILED, FINISHED, RUNNING, Job, Store, open_store
 
 STORE_VARIABLE = "TCMQA_STORE"  # how a worker's children are given the store URL (it may hold a password)
@@ -179,6 +179,10 @@ class WorkerConfig:
         default=None,
         metadata={"help": "comma-separated GPU ids: one worker process per GPU, pinned with CUDA_VISIBLE_DEVICES"},
     )
+    raters: int = dataclasses.field(
+        default=RATERS_PER_ITEM,
+        metadata={"env": "TCMQA_RATERS", "help": "blind answers per fresh item in the practitioners' reference (N)"},
+    )
     once: bool = dataclasses.field(default=False, metadata={"help": "exit when the queue is empty"})
     name: str | None = dataclasses.field(
         default=None, metadata={"help": "worker name in claims (default host-pid-random)"}
@@ -249,16 +253,17 @@ def harness_command(cfg: WorkerConfig, job: Job, out: Path, pool: Path | None = 
     return argv
 
 
-def hand_pool(store: Store, run_dir: Path) -> Path | None:
-    """Write the store's accepted pool into ``run_dir``'s hidden part for the harness; None when it is empty.
+def hand_pool(store: Store, run_dir: Path, raters: int) -> Path | None:
+    """Write the store's accepted pool into ``run_dir``'s hidden part for the harness, with the practitioners'
+    reference of ``raters`` blind answers per item; None when it is empty.
 
-    The harness reads the pool from here, never from the Hub; nothing under ``hidden/`` is recorded as a part
-    or published (``tcmqa.fresh.hidden``).
+    The harness reads the pool from here, never from the Hub; of ``hidden/``, only the pool's output parts are
+    recorded, apart from the public ones, and published once their items retire (``tcmqa.fresh.hidden``).
     """
     items = store.accepted_fresh_items()
     if not items:
         return None
-    return write_pool(run_dir, store.fresh_pool_version(), items, store.fresh_reference())
+    return write_pool(run_dir, store.fresh_pool_version(), items, store.fresh_reference(raters))
 
 
 def restore_public_parts(store: Store, job_id: str, run_dir: Path) -> None:
@@ -398,7 +403,7 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     resume = (run_dir / RUN_MANIFEST).exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "harness.log"
-    pool = hand_pool(store, run_dir)
+    pool = hand_pool(store, run_dir, cfg.raters)
     if job.kind == BACKFILL:
         if pool is None:
             store.fail(job, "nothing to back-fill: the hidden pool holds no accepted item now")
@@ -441,9 +446,9 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
         store.fail(job, f"the harness wrote no valid results.json ({err})", _tail(log))
         return "FAILED"
     if job.kind == BACKFILL:  # the pool's columns go into the row it back-fills
-        finished = store.finish_backfill(job, {name: row[name] for name in FRESH_COLUMNS})
+        finished = store.finish_backfill(job, {name: row[name] for name in FRESH_COLUMNS}, pool_parts(run_dir, pool))
     else:
-        finished = store.finish(job, row, part_files(run_dir), probe_parts(run_dir))
+        finished = store.finish(job, row, part_files(run_dir), probe_parts(run_dir), pool_parts(run_dir, pool))
     return "FINISHED" if finished else "ABANDONED"
 
 

@@ -5,10 +5,11 @@ as ``hidden/pool.json``: the pool's version, its items in the corpus's shape wit
 and the practitioners' reference on each (the majority of the blind answers correct). The harness
 evaluates those items after the public ones, in the same engine load, and writes their output rows under
 ``hidden/<version>/outputs/`` (one folder per pool version, so a run resumed on a grown pool starts the
-pool afresh). Everything under ``hidden/`` stays on the worker: the store records the public parts only,
-so nothing of it reaches the publisher. What the run prints while it evaluates the pool goes to
-``hidden/pool.log`` (:func:`hidden_log`), not to the log whose tail the worker stores and the Queue tab shows:
-a model's chat template can raise with the prompt in its message.
+pool afresh). Everything under ``hidden/`` stays on the worker, but for those output parts (:func:`pool_parts`):
+the store keeps them apart from the public parts, and the publisher commits only their rows of retired items.
+What the run prints while it evaluates the pool goes to ``hidden/pool.log`` (:func:`hidden_log`), not to the log
+whose tail the worker stores and the Queue tab shows: a model's chat template can raise with the prompt in its
+message.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from tcmqa.outputs import part_files
 
 HIDDEN_DIR = "hidden"  # a run folder's hidden part: never recorded in the store's parts, never published
 POOL_FILE = "pool.json"
@@ -72,6 +75,12 @@ def read_pool(path: Path) -> HiddenPool:
         return HiddenPool(str(data["version"]), list(data["items"]), dict(data["reference"]))
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise SystemExit(f"--pool {path}: not a pool file written by the worker ({err})") from err
+
+
+def pool_parts(run_dir: Path, pool: Path | None) -> list[Path]:
+    """The output parts a run wrote for ``pool`` (the file the worker handed it; None: no pool, no parts), which
+    the worker gives the store to keep privately until their items retire."""
+    return [] if pool is None else part_files(read_pool(pool).outputs_dir(run_dir))
 
 
 @contextlib.contextmanager

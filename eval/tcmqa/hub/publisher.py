@@ -1,9 +1,10 @@
 """``Publisher``: the store's publication outbox drained into the results repo, many jobs per commit (results,
-outputs and probes files), with the requests mirror and the responses configs; only full-coverage rows
-are published (:func:`partial_reason`)."""
+outputs and probes files, and each job's output rows of retired pool items), with the requests mirror and the
+responses configs; only full-coverage rows are published (:func:`partial_reason`)."""
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ from tcmqa.store.jobs import FINISHED
 
 log = logging.getLogger("tcmqa.hub")
 
+RETIRED_PART = "retired-part"  # outputs/<job id>-retired-part-NNNNN.parquet: a job's rows of retired pool items
 NEVER_S = 100 * 365 * 86400.0  # the retry delay of a publication set aside for good (a partial row)
 
 
@@ -139,7 +141,9 @@ class Publisher(RequestsMirror, ResponsesPublisher, WithheldParts):
     @staticmethod
     def _operations(pubs: Iterable[Any], withheld: set[str]) -> tuple[list[CommitOperationAdd], dict[str, set[str]]]:
         """Each job's results file, then its outputs and probes parts without the rows of ``withheld`` items
-        (open practice blocks): every file of a job in one commit; and the items each job left out."""
+        (open practice blocks, the hidden pool), and its hidden pool outputs' rows of retired items in parts of
+        their own (none while none is retired): every file of a job in one commit; and the items each job's public
+        parts left out (a pool part's are not kept: retiring queues every job with pool outputs again)."""
         operations, left_out = [], {}
         for pub in pubs:
             job_id = pub.job.id
@@ -150,6 +154,12 @@ class Publisher(RequestsMirror, ResponsesPublisher, WithheldParts):
                     kept, held = without_items(bytes(data), withheld)
                     left_out[job_id] |= held
                     operations.append(CommitOperationAdd(f"{folder}/{job_id}-part-{i:05d}.parquet", kept))
+            for i, data in enumerate(pub.pool):  # its rows of retired items: every pool item not retired is withheld
+                kept, _ = without_items(bytes(data), withheld)
+                if pq.ParquetFile(io.BytesIO(kept)).metadata.num_rows:
+                    operations.append(
+                        CommitOperationAdd(f"{OUTPUTS_DIR}/{job_id}-{RETIRED_PART}-{i:05d}.parquet", kept)
+                    )
         return operations, left_out
 
     def import_published(self) -> int | None:
@@ -192,7 +202,12 @@ class Publisher(RequestsMirror, ResponsesPublisher, WithheldParts):
             files = self._call(
                 lambda: self.api.list_repo_files(self.repo_id, repo_type="dataset"), f"list {self.repo_id}"
             )
-            mine = (f"{RESULTS_DIR}/{job_id}.parquet", f"{OUTPUTS_DIR}/{job_id}-part-", f"{PROBES_DIR}/{job_id}-part-")
+            mine = (
+                f"{RESULTS_DIR}/{job_id}.parquet",
+                f"{OUTPUTS_DIR}/{job_id}-part-",
+                f"{OUTPUTS_DIR}/{job_id}-{RETIRED_PART}-",
+                f"{PROBES_DIR}/{job_id}-part-",
+            )
             doomed = sorted(f for f in files if f.startswith(mine))
             commit = None
             if doomed:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from tcmqa.store.jobs import FAILED, FINISHED, PENDING, RUNNING, Job, JobRows
-from tcmqa.store.tables import jobs_t, outcomes_t, outputs_t, probes_t, publications_t, results_t
+from tcmqa.store.tables import jobs_t, outcomes_t, outputs_t, pool_outputs_t, probes_t, publications_t, results_t
 
 
 class NotAllowed(Exception):
@@ -53,11 +53,11 @@ class AdminStore(JobRows):
             return self._move(conn, job_id, (FAILED,), PENDING, f"re-queued by {admin}", attempts=0, progress="")
 
     def withdraw(self, job_id: str, admin: str, reason: str) -> Job:
-        """A FINISHED job's row, outputs, probes and pending publication removed; the job FAILED,
-        "withdrawn by <admin>: <reason>" (so the model may be submitted again)."""
+        """A FINISHED job's row, outputs (the hidden pool's too), probes and pending publication removed; the job
+        FAILED, "withdrawn by <admin>: <reason>" (so the model may be submitted again)."""
         with self._write() as conn:
             job = self._move(conn, job_id, (FINISHED,), FAILED, f"withdrawn by {admin}: {reason}")
-            for table in (results_t, outputs_t, probes_t, publications_t):
+            for table in (results_t, outputs_t, pool_outputs_t, probes_t, publications_t):
                 conn.execute(sa.delete(table).where(table.c.job_id == job_id))
             conn.execute(sa.delete(outcomes_t).where(outcomes_t.c.run == job_id))
             return job

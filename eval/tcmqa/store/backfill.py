@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from tcmqa.store.jobs import BACKFILL, EVAL, FINISHED, Job, JobRows, new_job
-from tcmqa.store.queue import QueueStore
+from tcmqa.store.queue import QueueStore, record_pool_outputs
 from tcmqa.store.results import _jsonable
 from tcmqa.store.tables import jobs_t, publications_t, results_t
 
@@ -50,9 +51,10 @@ class BackfillStore(JobRows):
                 return None
         return job
 
-    def finish_backfill(self, job: Job, fresh: Mapping[str, Any]) -> bool:
-        """Mark the back-fill FINISHED, set ``fresh`` (the fresh columns) in its evaluation's row and queue that
-        row's publication again, in one transaction; False (nothing recorded) if the claim was lost."""
+    def finish_backfill(self, job: Job, fresh: Mapping[str, Any], pool: Collection[Path] = ()) -> bool:
+        """Mark the back-fill FINISHED, set ``fresh`` (the fresh columns) in its evaluation's row, make ``pool`` (the
+        grown pool's output parts) that evaluation's hidden pool outputs, and queue that row's publication again,
+        in one transaction; False (nothing recorded) if the claim was lost."""
         of = job.meta["of"]
         with self._write() as conn:
             now = self._now(conn)
@@ -65,6 +67,7 @@ class BackfillStore(JobRows):
                 .where(results_t.c.job_id == of)
                 .values(row=json.dumps(row, ensure_ascii=False, default=_jsonable), recorded_at=now)
             )
+            record_pool_outputs(conn, of, pool)
             conn.execute(
                 sa.update(publications_t)
                 .where(publications_t.c.job_id == of)

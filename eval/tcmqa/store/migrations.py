@@ -23,6 +23,7 @@ from tcmqa.store.tables import (
     jobs_t,
     outcomes_t,
     outputs_t,
+    pool_outputs_t,
     practice_assignments_t,
     practice_blocks_t,
     practice_exclusions_t,
@@ -195,6 +196,12 @@ def _migration_11(conn: Connection, store: Store) -> None:
             index.create(conn)
 
 
+def _migration_12(conn: Connection, store: Store) -> None:
+    """Each job's output rows of the hidden pool, kept privately so that they are published when items retire;
+    jobs finished before this version kept them only in their run folders."""
+    pool_outputs_t.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
@@ -207,4 +214,5 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_9,
     _migration_10,
     _migration_11,
+    _migration_12,
 ]  # version i+1 = MIGRATIONS[i]

@@ -16,24 +16,26 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from tcmqa.store.jobs import Job, JobRows
-from tcmqa.store.tables import jobs_t, outputs_t, probes_t, publications_t, results_t, state_t
+from tcmqa.store.tables import jobs_t, outputs_t, pool_outputs_t, probes_t, publications_t, results_t, state_t
 
 
 @dataclasses.dataclass
 class Publication:
-    """A finished evaluation waiting for the Hub: its job, results row, outputs and probes Parquet parts."""
+    """A finished evaluation waiting for the Hub: its job, results row, outputs, probes and hidden pool Parquet
+    parts."""
 
     job: Job
     row: dict[str, Any]
     outputs: list[bytes]
     probes: list[bytes] = dataclasses.field(default_factory=list)
+    pool: list[bytes] = dataclasses.field(default_factory=list)  # hidden pool outputs: only retired rows may go
     attempts: int = 0  # failed publication attempts so far
     last_error: str = ""
 
     @property
     def nbytes(self) -> int:
         """The Parquet bytes it adds to a commit (what bounds a publication batch)."""
-        return sum(len(data) for data in (*self.outputs, *self.probes))
+        return sum(len(data) for data in (*self.outputs, *self.probes, *self.pool))
 
 
 class OutboxStore(JobRows):
@@ -58,13 +60,14 @@ class OutboxStore(JobRows):
             )
             found = conn.execute(query).mappings().all()
             ids = [r["id"] for r in found]
-            outputs, probes = (self._parts_of(conn, table, ids) for table in (outputs_t, probes_t))
+            outputs, probes, pool = (self._parts_of(conn, t, ids) for t in (outputs_t, probes_t, pool_outputs_t))
         return [
             Publication(
                 self._job(r),
                 json.loads(r["_row"]),
                 outputs[r["id"]],
                 probes[r["id"]],
+                pool[r["id"]],
                 attempts=r["_pub_attempts"],
                 last_error=r["_pub_error"] or "",
             )
@@ -98,11 +101,7 @@ class OutboxStore(JobRows):
         with self._write() as conn:
             now = self._now(conn)
             for chunk in _chunks(job_ids):
-                conn.execute(
-                    sa.update(publications_t)
-                    .where(publications_t.c.job_id.in_(chunk), publications_t.c.published_at.is_not(None))
-                    .values(published_at=None, next_try_at=now, attempts=0, last_error="")
-                )
+                queue_again(conn, publications_t.c.job_id.in_(chunk), now)
 
     def publication_failed(self, job_ids: list[str], error: str, retry_after_s: float) -> None:
         """Publishing these failed: count the attempt, keep the error, retry no sooner than ``retry_after_s``."""
@@ -129,6 +128,16 @@ class OutboxStore(JobRows):
     def set_state(self, key: str, value: str) -> None:
         with self._write() as conn:
             conn.execute(self._upsert(state_t, {"key": key, "value": value}, ["key"]))
+
+
+def queue_again(conn: Connection, jobs: sa.ColumnElement[bool], now: float) -> None:
+    """Publish the published jobs that ``jobs`` (a condition on ``publications.job_id``) selects again, from ``now``;
+    a job not yet published goes anyway, and one no longer in the outbox (withdrawn) is left alone."""
+    conn.execute(
+        sa.update(publications_t)
+        .where(jobs, publications_t.c.published_at.is_not(None))
+        .values(published_at=None, next_try_at=now, attempts=0, last_error="")
+    )
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:

@@ -33,7 +33,15 @@ from sqlalchemy.engine import Connection
 from tcmqa.ingest import majority
 from tcmqa.schema import RATERS_PER_ITEM
 from tcmqa.store.core import _SUBMIT_LOCK, StoreCore
-from tcmqa.store.tables import fresh_events_t, fresh_items_t, fresh_reviews_t, practitioners_t
+from tcmqa.store.outbox import queue_again
+from tcmqa.store.tables import (
+    fresh_events_t,
+    fresh_items_t,
+    fresh_reviews_t,
+    pool_outputs_t,
+    practitioners_t,
+    publications_t,
+)
 from tcmqa_metric import LETTERS
 
 log = logging.getLogger(__name__)
@@ -565,7 +573,8 @@ class PoolStore(StoreCore):
         self, by: str, *, older_than_s: float | None = None, keep_newest: int | None = None
     ) -> list[str]:
         """Make accepted items public: those accepted more than ``older_than_s`` ago, or all but the newest
-        ``keep_newest``; the retired ids, oldest first."""
+        ``keep_newest``; the retired ids, oldest first. Every job's output rows of them are queued for the Hub
+        in the same transaction (``tcmqa.hub.withheld`` holds back those of the items still hidden)."""
         if (older_than_s is None) == (keep_newest is None):
             raise ValueError("retire by age (older_than_s) or to keep the newest N (keep_newest), one of them")
         with self._pool_write() as conn:
@@ -583,6 +592,8 @@ class PoolStore(StoreCore):
                 chosen = accepted[: max(0, len(accepted) - int(keep_newest or 0))]
             for row in chosen:
                 self._fresh_move(conn, row, RETIRED, "retire", by, now, retired_at=now)
+            if chosen:  # every job with pool outputs is published again: the publisher now commits these items' rows
+                queue_again(conn, publications_t.c.job_id.in_(sa.select(pool_outputs_t.c.job_id)), self._now(conn))
             return [r["id"] for r in chosen]
 
     # -- reading --------------------------------------------------------------------------------------

@@ -10,11 +10,15 @@ the Hub.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
@@ -22,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from tcmqa.store.core import _SUBMIT_LOCK
 from tcmqa.store.jobs import CLAIM_ORDER, FAILED, FINISHED, PENDING, RUNNING, Job, JobRows, new_job
 from tcmqa.store.results import _jsonable
-from tcmqa.store.tables import jobs_t, outcomes_t, outputs_t, probes_t, publications_t, results_t
+from tcmqa.store.tables import jobs_t, outcomes_t, outputs_t, pool_outputs_t, probes_t, publications_t, results_t
 
 
 class DuplicateError(Exception):
@@ -177,9 +181,17 @@ class QueueStore(JobRows):
             now = self._now(conn)
             return self._owned_update(conn, job, heartbeat_at=now, updated_at=now, progress=progress)
 
-    def finish(self, job: Job, row: dict[str, Any], outputs: Collection[Path], probes: Collection[Path] = ()) -> bool:
+    def finish(
+        self,
+        job: Job,
+        row: dict[str, Any],
+        outputs: Collection[Path],
+        probes: Collection[Path] = (),
+        pool: Collection[Path] = (),
+    ) -> bool:
         """Record the results row, outputs and probes parts, mark FINISHED and queue the publication, in one
-        transaction. Parts are numbered in file-name order.
+        transaction. Parts are numbered in file-name order. ``pool``: the output parts of the hidden pool, kept
+        privately until their items retire (only the publisher reads them, and commits retired items' rows only).
 
         False (and nothing recorded) if the claim was lost.
         """
@@ -193,10 +205,8 @@ class QueueStore(JobRows):
                 conn.execute(sa.delete(table).where(table.c.job_id == job.id))
             conn.execute(sa.insert(results_t).values(job_id=job.id, row=text, recorded_at=now))
             for table, data in parts.items():
-                if data:
-                    conn.execute(
-                        sa.insert(table), [{"job_id": job.id, "part": i, "data": d} for i, d in enumerate(data)]
-                    )
+                _insert_parts(conn, table, job.id, data)
+            record_pool_outputs(conn, job.id, pool)
             conn.execute(sa.insert(publications_t).values(job_id=job.id, created_at=now, next_try_at=now, attempts=0))
             # its outcome is aggregated by its first reader (tcmqa.store.outcomes.record_outcomes); a re-recorded
             # job's old one goes
@@ -276,6 +286,37 @@ def _silent(now: float, stale_after: float) -> tuple[Any, ...]:
 def _count_since(conn: Connection, user: str, since: float) -> int:
     query = sa.select(sa.func.count()).select_from(jobs_t).where(jobs_t.c.user == user)
     return conn.execute(query.where(jobs_t.c.submitted_at >= since)).scalar_one()
+
+
+def _insert_parts(conn: Connection, table: sa.Table, job_id: str, data: list[bytes]) -> None:
+    """Record ``data`` as ``job_id``'s parts in ``table``, numbered from 0."""
+    if data:
+        conn.execute(sa.insert(table), [{"job_id": job_id, "part": i, "data": d} for i, d in enumerate(data)])
+
+
+def record_pool_outputs(conn: Connection, job_id: str, pool: Collection[Path]) -> None:
+    """Record ``pool`` (the output parts of the pool a run evaluated) as ``job_id``'s hidden pool outputs, keeping
+    its earlier rows of items not in them: an item retired before a back-fill is in no later pool, and its rows
+    must stay to be published."""
+    new = _read_parts(pool)
+    if not new:
+        return
+    evaluated = {i for data in new for i in _table(data).column("item_id").to_pylist()}
+    query = sa.select(pool_outputs_t.c.data).where(pool_outputs_t.c.job_id == job_id)
+    kept = []
+    for (data,) in conn.execute(query.order_by(pool_outputs_t.c.part)):
+        table = _table(bytes(data))
+        table = table.filter(pc.invert(pc.is_in(table.column("item_id"), value_set=pa.array(sorted(evaluated)))))
+        if table.num_rows:
+            sink = io.BytesIO()
+            pq.write_table(table, sink)
+            kept.append(sink.getvalue())
+    conn.execute(sa.delete(pool_outputs_t).where(pool_outputs_t.c.job_id == job_id))
+    _insert_parts(conn, pool_outputs_t, job_id, kept + new)
+
+
+def _table(data: bytes) -> pa.Table:
+    return pq.read_table(io.BytesIO(data))
 
 
 def _read_parts(paths: Collection[Path]) -> list[bytes]:

@@ -57,6 +57,9 @@ def _parts_table(name: str) -> sa.Table:
 
 outputs_t = _parts_table("outputs")  # the ``outputs`` config's rows of each job
 probes_t = _parts_table("probes")  # the ``probes`` config's rows of each job (tcmqa.probes)
+# each job's output rows of the hidden pool (migration 12): never read for a page; the publisher commits the rows
+# of retired items only (tcmqa.hub.withheld)
+pool_outputs_t = _parts_table("pool_outputs")
 # Each run's per-item correctness as two bitmaps over the item numbering (tcmqa.store.outcomes; migration 7).
 item_keys_t = sa.Table(
     "item_keys",
