@@ -55,7 +55,8 @@ def test_fresh_browser_write_review_console_board(tmp_path: Path, demo_tree: Pat
         with sync_playwright() as p:
             browser = open_chromium(p)
             size = {"width": 1300, "height": 1000}
-            writer, reviewer, lead = (browser.new_context(viewport=size).new_page() for _ in range(3))
+            writer, reviewer = (browser.new_context(viewport=size).new_page() for _ in range(2))
+            lead = browser.new_context(viewport={"width": 3000, "height": 1000}).new_page()  # the board's columns
             sign_in(reviewer, url, REVIEWERS[0])
             second = browser.new_context(viewport=size).new_page()
             sign_in(second, url, REVIEWERS[1])

@@ -143,7 +143,11 @@ def fresh_items_section(
     with gr.Accordion("Review fresh items", open=False, elem_id="fresh-review"):
         gr.Markdown(REVIEW_HINT)
         reviews = gr.Dataframe(interactive=False, elem_id="fresh-reviews", label="Assigned to you")
-        open_button = gr.Button("Open my next review", elem_id="fresh-open")
+        with gr.Row():
+            wanted = gr.Number(
+                None, label="Review to open (its number above; empty: your next)", precision=0, elem_id="fresh-open-id"
+            )
+            open_button = gr.Button("Open the review", elem_id="fresh-open")
         review_note = gr.Markdown(elem_id="fresh-review-note")
         review_id = gr.Number(None, precision=0, visible=False, elem_id="fresh-review-id")
         with gr.Column(visible=False, elem_id="fresh-blind-box") as blind_box:
@@ -341,12 +345,14 @@ def fresh_items_section(
         }
 
     @guard.practitioner
-    def open_next(who: str | None) -> dict[Any, Any]:
-        """The caller's next seat still to do (the oldest), blind until answered."""
+    def open_review(who: str | None, number: float | None) -> dict[Any, Any]:
+        """The caller's review ``number``, else their next seat still to do (the oldest); blind until answered."""
         try:
             store = pool_of().store
             for seat in store.fresh_reviews(reviewer=who) if who else []:
                 todo = seat["answered_at"] is None or (seat["role"] == REVIEWER and seat["judged_at"] is None)
+                if number:  # an empty field sends 0 or nothing; review ids start at 1
+                    todo = seat["id"] == int(number)
                 if seat["released_at"] is None and todo:
                     try:
                         return review_screen(who, store.fresh_review_view(seat["id"], who))
@@ -354,6 +360,8 @@ def fresh_items_section(
                         continue
             if who is None:
                 raise PoolRefused("sign in first")
+            if number:
+                raise PoolRefused(f"review {int(number)} is not assigned to you")
             return closed(who, "Nothing to review now: thank you.")
         except REFUSALS as err:
             return closed(who, f"❌ {err}")
@@ -414,7 +422,7 @@ def fresh_items_section(
     revise_button.click(revise, [*caller, revise_id], written, api_name="fresh_revise")
     shown = [review_note, review_id, blind_box, review_header, review_question, single, multi, blind_difficulty]
     shown += [answer_button, judge_box, revealed, reviews, holds, problems, remark]
-    open_button.click(open_next, caller, shown, api_name="fresh_open_review")
+    open_button.click(open_review, [*caller, wanted], shown, api_name="fresh_open_review")
     answer_button.click(answer, [*caller, review_id, single, multi, blind_difficulty], shown, api_name="fresh_answer")
     judge_button.click(judge, [*caller, review_id, holds, problems, remark], shown, api_name="fresh_judge")
     heartbeat_timer.tick(heartbeat, [*caller, review_id], None, api_name=False, show_progress="hidden")

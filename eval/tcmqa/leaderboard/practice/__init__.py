@@ -55,9 +55,9 @@ from tcmqa.leaderboard.practice.assignment import (
     stratified_draw,
 )
 from tcmqa.leaderboard.practice.clock import AWAY_S, ItemClocks
-from tcmqa.leaderboard.practice.pool import PracticePool
 from tcmqa.leaderboard.practice.console import PracticeConsole
 from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S, NotAllowed, ReviewWaits, open_block_items
+from tcmqa.leaderboard.practice.pool import PracticePool
 from tcmqa.leaderboard.practice.text import item_markdown, report_markdown
 from tcmqa.schema import DOMAINS
 from tcmqa.store import DailyCapReached, Store
