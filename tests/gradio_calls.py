@@ -42,6 +42,11 @@ class Page:
         props = self.components[component_id].get("props", {})
         return f"{props.get('elem_id') or ''} {props.get('label') or ''}".lower()
 
+    def shown(self, dependency: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        """What a call's completion put on the page, by elem_id."""
+        outputs = zip(dependency["outputs"], result["output"]["data"], strict=True)
+        return {self.components[c].get("props", {}).get("elem_id"): value for c, value in outputs}
+
     def by_elem(self, dependency: dict[str, Any], values: dict[str, Any]) -> list[Any]:
         """The inputs of ``dependency`` in order: ``values`` by elem_id, else the component's own value."""
         props = [self.components[cid].get("props", {}) for cid in dependency["inputs"]]
@@ -53,5 +58,4 @@ class Page:
         dependency = self.fn(api_name)
         done = self.call(dependency["id"], self.by_elem(dependency, values))
         assert done.get("success"), done
-        outputs = zip(dependency["outputs"], done["output"]["data"], strict=True)
-        return {self.components[cid].get("props", {}).get("elem_id"): value for cid, value in outputs}
+        return self.shown(dependency, done)
