@@ -5,6 +5,7 @@ answered with one letter through the API, and every command that writes a folder
 from __future__ import annotations
 
 import logging
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from tcmqa.forms import FormError
 from tcmqa.leaderboard import queue, validation
 from tcmqa.leaderboard.practice import Practice
 from tcmqa.leaderboard.validation import Policy, Rejected, validate
-from tcmqa.store import SQLiteStore, Store
+from tcmqa.store import PENDING, SQLiteStore, Store
 
 ERROR = 10  # the inline error's position in the Practitioners tab's screen outputs
 
@@ -117,13 +118,19 @@ def test_bad_input_control_characters_in_job_ids_and_admin_reasons(url: str, tmp
 
 
 def test_bad_input_multi_answer_needs_two_letters_on_the_api(tmp_path: Path, fresh_tree: Path) -> None:
-    """Through the API a multi-answer item is not recorded with one letter (in either field), and a licence
-    number with a NUL is refused inline; two letters record."""
+    """Through the API a multi-answer item is not recorded with one letter (in either field), a licence number
+    with a NUL is refused inline, and so is an admin's reason or job id with one; two letters record."""
     store = SQLiteStore(tmp_path / "store")
     items = {i["id"]: i for i in load_config(str(fresh_tree), "corpus").to_list()}
-    demo, url = launch(local_settings(store.root, fresh_tree, practice_block_size=16), store, hub_models())
+    settings = local_settings(store.root, fresh_tree, practice_block_size=16, practice_admins=("boss",))
+    demo, url = launch(settings, store, hub_models())
     try:
         client = Client(url, verbose=False)
+        job = store.submit("org/good", "0" * 40, "v1", "u")
+        for typed, said in (((job.id, "spam\x00"), "reason: holds"), ((job.id + "\x1b", "why"), "job id: holds")):
+            refused = client.predict("boss", *typed, api_name="/admin_cancel")
+            assert refused.startswith("❌") and said in refused, refused
+        assert store.get(job.id).status == PENDING
         refused = client.predict("kim", True, "LIC\x00", api_name="/practice_start")
         assert "licence number: holds the control character U+0000" in refused[0], refused[0]
         assert store.practitioner("kim") is None
@@ -143,10 +150,11 @@ def test_bad_input_multi_answer_needs_two_letters_on_the_api(tmp_path: Path, fre
 
 
 def test_bad_input_folder_commands_run_twice_replace_their_own_and_refuse_others(
-    tmp_path: Path, capsys: pytest.CaptureFixture
+    tmp_path: Path, capsys: pytest.CaptureFixture, tiny_eval: dict
 ) -> None:
     """build, simulate and report (the commands that write a whole --out folder) replace an earlier output of
-    their own, as their help says, and refuse a folder that is someone else's before writing anything."""
+    their own, as their help says, and refuse a folder that is someone else's before writing anything; eval and
+    merge refuse a folder holding a run (eval continues it with --resume), as theirs says."""
     tree, sim, report = tmp_path / "tree", tmp_path / "sim", tmp_path / "report"
     small = ("--n-items", "300", "--n-raters", "6", "--n-responses", "300")
     runs = {
@@ -172,3 +180,14 @@ def test_bad_input_folder_commands_run_twice_replace_their_own_and_refuse_others
         with pytest.raises(SystemExit, match="is not empty and holds no earlier output"):
             cli.main([str(other) if argv[i - 1] == "--out" else a for i, a in enumerate(argv)])
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
+    run = tmp_path / "run"
+    evaluate = ["eval", *(f"--{k.replace('_', '-')}={v}" for k, v in tiny_eval.items()), "--limit=4", f"--out={run}"]
+    with pytest.raises(SystemExit):
+        cli.main(["eval", "--help"])
+    assert "unless --resume" in " ".join(capsys.readouterr().out.split())
+    assert cli.main(evaluate) == 0
+    with pytest.raises(SystemExit, match="already holds a run; pass --resume"):
+        cli.main(evaluate)
+    assert cli.main([*evaluate, "--resume"]) == 0
+    with pytest.raises(SystemExit, match="already holds a run; merge into an empty --out"):
+        cli.main(["merge", str(run), "--out", str(shutil.copytree(run, tmp_path / "copy"))])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -22,7 +23,7 @@ from tcmqa.hub.publisher import Publisher
 from tcmqa.models import local_revision
 from tcmqa.outputs import read_outputs
 from tcmqa.prompts import PROTOCOL
-from tcmqa.store import BACKFILL, FINISHED, SQLiteStore
+from tcmqa.store import BACKFILL, FAILED, FINISHED, SQLiteStore
 from tcmqa.worker import WorkerConfig, work
 
 pytest.importorskip("transformers")
@@ -150,6 +151,37 @@ def test_fresh_backfill_evaluates_only_the_grown_pool_into_the_row(evaluated, de
     }  # the public columns are the recorded run's
     assert row["public_minus_fresh"] == pytest.approx(row["full"] - row["fresh"])
     publish_and_check(store, grown)  # the row is published again, with nothing of the pool
+
+
+def test_fresh_hidden_a_template_raising_with_the_prompt_leaves_nothing_in_the_log_tail(tiny_dir, demo_tree, tmp_path):
+    """A submitted model's chat template can raise with the prompt in its message: on a pool item, the job fails
+    with a log tail (shown in the Queue tab) that holds nothing of it; the detail stays in the hidden log."""
+    from transformers import AutoTokenizer
+
+    hostile = tmp_path / "hostile"
+    shutil.copytree(tiny_dir, hostile)
+    tokenizer = AutoTokenizer.from_pretrained(hostile)
+    raises = (
+        "{% if '新' in messages[0]['content'] %}{{ raise_exception('leak: ' + messages[0]['content']) }}{% endif %}"
+    )
+    tokenizer.chat_template = raises + tokenizer.chat_template  # the pool's stems end in （新k）, no public one has 新
+    tokenizer.save_pretrained(hostile)
+    store = SQLiteStore(tmp_path / "s")
+    accept(store, pool_items(demo_tree, n=2))
+    job = store.submit("hostile", local_revision(hostile), PROTOCOL, "u", {"path": str(hostile)})
+    cfg = WorkerConfig(
+        data=str(demo_tree), runs=tmp_path / "runs", engine="transformers", dtype="float32",
+        engine_args={"batch_size": 8}, skip_probes=True, heartbeat_s=0.5, poll_s=0.1, hosted=False,
+    )  # fmt: skip
+    work(store, cfg, "w", once=True)
+    failed = store.get(job.id)
+    assert failed is not None and failed.status == FAILED
+    assert "evaluating the hidden pool failed; its log stays on the worker" in failed.log_tail
+    for item in store.accepted_fresh_items():
+        for text in (item["question"], item["question"][:8], *item["options"].values(), item["id"]):
+            assert text not in failed.log_tail and text not in failed.reason and text not in failed.progress, text
+    [hidden_log] = (tmp_path / "runs").glob(f"*/{HIDDEN_DIR}/pool.log")
+    assert "leak: " in hidden_log.read_text()  # it did raise with the prompt: the detail stayed on the worker
 
 
 def record(store: SQLiteStore, model: str, **row) -> str:

@@ -104,8 +104,8 @@ def test_the_order_test_catches_memorisation_and_nothing_else(sample_dir, tmp_pa
 
 
 @pytest.mark.parametrize("first,n,chance", [(0, 10, 0.1), (3, 10, 0.1), (40, 40, 1 / 24), (7, 200, 1 / 24)])
-def test_the_binomial_p_value_is_scipys_exact_one_sided_test(first, n, chance):
+def test_the_p_value_is_scipys_exact_one_sided_binomial_test_when_chances_are_equal(first, n, chance):
     from scipy import stats
 
     expected = stats.binomtest(first, n, chance, alternative="greater").pvalue
-    assert order.binomial_p(first, n, chance) == pytest.approx(expected, rel=1e-9)
+    assert order.poisson_binomial_p(first, [chance] * n) == pytest.approx(expected, rel=1e-9)

@@ -35,6 +35,7 @@ from space_fixtures import (
 
 from tcmqa.build import build
 from tcmqa.data import load_config
+from tcmqa.leaderboard.practice import PracticeLoader
 from tcmqa.store import SQLiteStore
 
 BLOCK = 8
@@ -237,8 +238,32 @@ def test_practitioner_browser_keyboard_flow_errors_and_review(tmp_path: Path, mu
             if n < 4:
                 expect(header).to_contain_text(f"item {n + 1} of 4", timeout=30_000)
                 expect(error).to_have_text("")
-        # the block is over: the item controls leave, the review shows every item
+        # the block is over, its co-raters have not answered: the review waits for them (no read-ahead)
         review = page.locator("#practice-report")
+        expect(review).to_contain_text("Its review opens once all its 3 raters have finished it", timeout=30_000)
+        for mark in ("Reference:", "EXPLAIN-", "org/model"):
+            expect(review).not_to_contain_text(mark)
+        page.screenshot(path=SHOTS / "practitioner-13-review-waits.png", full_page=True)
+        practice = PracticeLoader(str(multi_tree), store, block_size=4, raters=3).get()
+        for co_rater in ("ann", "cy"):
+            practice.confirm(co_rater, True)
+            while (view := practice.current(co_rater)) is not None:
+                practice.submit(
+                    co_rater,
+                    view.item_id,
+                    wrong_answer(list(items[view.item_id]["answer"])),
+                    ["other"],
+                    3,
+                    False,
+                    "",
+                    12.0,
+                    0.0,
+                )
+        block = store.practice_assignments("lan")[0]["block"]
+        assert all(store.practice_assignments(c)[0]["block"] == block for c in ("ann", "cy")), "the co-raters' block"
+        # every rater finished: back on the tab, the review shows every item
+        page.reload()
+        sign_in(page, "lan", confirm=False)
         expect(review).to_contain_text("Item by item", timeout=30_000)
         for elem in ("#practice-submit", "#practice-pause", "#practice-difficulty", "#practice-domains"):
             expect(page.locator(elem)).to_have_count(0)
@@ -251,7 +276,7 @@ def test_practitioner_browser_keyboard_flow_errors_and_review(tmp_path: Path, mu
             expect(review).to_contain_text(item["explanation"])
         expect(review).to_contain_text(f"Your answer: {', '.join(wrong)} (✗ wrong)")
         expect(review).to_contain_text("org/model:")
-        page.screenshot(path=SHOTS / "practitioner-13-block-review.png", full_page=True)
+        page.screenshot(path=SHOTS / "practitioner-14-block-review.png", full_page=True)
     stored = store.practice_responses(account="lan")
     assert len(stored) == 4
     assert all(r["difficulty"] in range(1, 6) and json.loads(r["domains"]) for r in stored)
@@ -353,7 +378,8 @@ def test_practitioner_browser_console_exclude_and_reinclude(tmp_path: Path, mult
         people = lead.locator("#console-practitioners")
         expect(people).to_contain_text("mei", timeout=10_000)
         expect(people).to_contain_text("same-answer run")
-        expect(lead.locator("#console-flagged")).to_contain_text("mei: 答案有誤 E")  # every comment
+        # mei's block is open: its flags and comments wait for every rater (no read-ahead, not even the lead's)
+        expect(lead.locator("#console-flagged")).not_to_contain_text("答案有誤")
         expect(lead.locator("#console-slots")).to_contain_text("holding")
         account = lead.locator("#console-account textarea, #console-account input").first
         reason = lead.locator("#console-reason textarea, #console-reason input").first

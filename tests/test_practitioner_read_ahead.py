@@ -8,19 +8,82 @@ tests/test_practitioner_open_block.py (``-k review_waits``).
 
 from __future__ import annotations
 
+import collections
+import io
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
+from fakehub import FakeHub
+from sources import DEMO_ITEMS, demo_interactions, read_jsonl
+from test_hub_publication import run_job
 from test_practitioner_reference import answer_all, confirm, corpus, study, study_tree_of
 
+from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard.practice import NotAllowed, Practice, open_block_items
 from tcmqa.store import SQLiteStore
+
+REPO = "TechTCM/TCMQA"
 
 
 @pytest.fixture(scope="module")
 def study_tree(tmp_path_factory) -> Path:
     """The demo items with a study (three raters) over the first 16."""
     return study_tree_of(tmp_path_factory.mktemp("study"))
+
+
+def _items_in(files: dict[str, bytes], folder: str) -> collections.Counter[str]:
+    """Rows per item id over the Parquet files under ``folder`` of a repo's files."""
+    found: collections.Counter[str] = collections.Counter()
+    for path, data in files.items():
+        if path.startswith(folder + "/") and path.endswith(".parquet"):
+            found.update(pq.read_table(io.BytesIO(data), columns=["item_id"]).column("item_id").to_pylist())
+    return found
+
+
+def test_open_block_publication_withholds_outputs_probes_and_responses(tmp_path: Path) -> None:
+    """A finished run and the first practitioner's open top-up block: no commit holds an output row, a probe row
+    or a response (the study's included) of the block's items; once the block is finished, all of them are
+    published (the run's parts again, in full)."""
+    items = read_jsonl(DEMO_ITEMS)
+    ids = [i["question_id"] for i in items]
+    rows = [r for r in demo_interactions(items) if not (r[1] in ids[:4] and r[0] == 3)]  # 4 items: 2 raters
+    tree = study_tree_of(tmp_path, rows, rated=16)
+    store = SQLiteStore(tmp_path / "store")
+    p = Practice(store, corpus(tree), study(tree), block_size=5)
+    confirm(p, "ann")
+    block = p.assignment("ann")["block"]
+    open_items = set(store.practice_block_items(block))
+    assert open_items and open_items <= {str(i) for i in ids[:4]}  # a top-up block of the study's short items
+    view = p.current("ann")
+    p.submit("ann", view.item_id, ["A", "B"] if view.answer_type == "multi" else ["A"], ["other"], 2, seconds=5.0)
+    every = [i["id"] for i in corpus(tree)]
+    run_job(store, tmp_path, 1, item_ids=every, parts=2, probe_parts=2)
+    hub = FakeHub()
+    hub.create_repo(REPO)
+    publisher = Publisher(store, hub, REPO, sleep=lambda s: None)
+    assert publisher.publish_pending() == 1
+    assert publisher.publish_responses(p.published_version(), p.configs, force=True)
+    commits = hub.commits_to(REPO)
+    assert len(commits) == 2
+    for commit in commits:
+        files = hub.files(REPO, commit.sha)
+        for folder in ("outputs", "probes", "responses", "subset"):
+            assert not set(_items_in(files, folder)) & open_items, (commit.message, folder)
+    files = hub.files(REPO)
+    assert set(_items_in(files, "outputs")) == set(every) - open_items  # the rest is published: not vacuous
+    assert set(_items_in(files, "probes")) == set(every) - open_items
+    assert _items_in(files, "responses")[str(ids[5])] == 3  # the study's rows of other items
+    # the block is finished: the next rounds publish what was withheld
+    answer_all(p, "ann")
+    assert open_block_items(store) == set()
+    assert publisher.publish_pending() == 1
+    assert publisher.publish_responses(p.published_version(), p.configs, force=True)
+    files = hub.files(REPO)
+    assert set(_items_in(files, "outputs")) == set(every) and set(_items_in(files, "probes")) == set(every)
+    published = _items_in(files, "responses")
+    assert all(published[i] == 3 for i in open_items)  # the study's two raters and ann
+    assert publisher.publish_pending() == 0  # nothing is withheld any more: no further commit
 
 
 def test_reopened_block_is_retired_not_handed_out_again(tmp_path: Path, study_tree: Path) -> None:
@@ -67,7 +130,7 @@ def test_admin_not_rater_and_console_shows_no_open_block(tmp_path: Path, study_t
     confirm(p, "ann", "bo", "cy")
     answer_all(p, "ann")
     view = p.current("bo")
-    letters = ["B"] if view.answer_type == "single" else ["B", "C"]
+    letters = ["B", "C"] if view.answer_type == "multi" else ["B"]
     p.submit("bo", view.item_id, letters, ["diagnosis_patterns"], 4, True, "SECRET-COMMENT", 20.0)
     # an account made a lead after it answered is refused from then on
     with pytest.raises(NotAllowed, match="cannot answer"):

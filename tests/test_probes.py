@@ -5,6 +5,7 @@ untouched). The memorisation control (a model trained to memorise) is in test_me
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import shutil
@@ -159,10 +160,11 @@ def test_calibration_columns_from_output_rows_by_hand():
 
 
 # -- order test --------------------------------------------------------------------------------
-def test_the_convention_filter_on_the_real_sample(sample_dir):
+def test_the_orders_compared_on_the_real_sample_share_every_feature(sample_dir):
     from tcmqa.ingest import InvalidRecord, clean_item
 
     reasons: dict[str, int] = {}
+    sequences: dict[str, int] = {}
     for line in (sample_dir / "items.jsonl").read_text(encoding="utf-8").splitlines():
         try:
             item = clean_item(json.loads(line))
@@ -170,30 +172,50 @@ def test_the_convention_filter_on_the_real_sample(sample_dir):
             continue
         reason = order.convention(item)
         reasons[reason] = reasons.get(reason, 0) + 1
-    print(reasons)
-    assert reasons.get("refers_to_others", 0) >= 30  # 以上都不是 and [A][C] combinations
-    assert reasons.get("ordered_numbers", 0) >= 30  # doses, ranges, 寸
-    assert reasons.get("duplicate_options", 0) >= 1
-    assert reasons[""] > 0.95 * sum(reasons.values())  # the filter leaves the great majority in
+        for places in order.canonical_places(order._options(item)):
+            for name, _ in places:
+                sequences[name] = sequences.get(name, 0) + 1
+        features, shared = order.option_features(item), order.shared_surface(order._options(item))
+        for other in order.other_orders(item, order.ALL_ORDERS):
+            assert [features[j] for j in other] == features, item
+            assert (shared[:, other][:, :, other] == shared).all(), item
+    print(reasons, sequences)
+    assert reasons[""] > 0.4 * sum(reasons.values())  # enough items stay testable
+    assert sequences["五脏"] >= 100 and sequences["五行"] >= 10 and sequences["六经"] >= 10
 
 
-def test_order_summary_by_hand_and_its_refusal_to_mix_order_counts():
+def test_order_nan_or_infinite_scores_raise_naming_the_item():
+    item = {"id": "q-7", "answer_type": "single"}
+    for bad in (math.nan, -math.inf, math.inf):
+        with pytest.raises(ValueError, match="item q-7: the engine scored an order"):
+            order.order_row(item, [-10.0, bad, -11.0])
+        with pytest.raises(ValueError, match="must be finite"):
+            order.rank([bad, -10.0, -11.0])
+    assert order.order_row(item, [-10.0, -12.0, -11.0])["order_rank"] == 1
+
+
+def test_order_summary_by_hand_with_as_many_orders_as_each_item_has():
     rows = pd.DataFrame(
         {
-            "convention": ["", "", "", "", "ordered_numbers"],
-            "n_orders": [24, 24, 24, 24, None],
+            "convention": ["", "", "", "", "no_equivalent_order"],
+            "n_orders": [24, 2, 6, 24, None],
             "order_rank": [1, 1, 5, 24, None],
-            "order_percentile": [100.0, 100.0, 80.0, 0.0, None],
+            "order_percentile": [100.0, 100.0, 20.0, 0.0, None],
         }
     )
     found = order.summarise(rows)
     assert found["n_order"] == 4 and found["order_excluded"] == 1
-    assert found["order_first"] == 50.0 and found["order_chance"] == pytest.approx(100 / 24)
-    assert found["order_percentile"] == 70.0
-    assert found["order_p"] == pytest.approx(order.binomial_p(2, 4, 1 / 24))
-    rows.loc[0, "n_orders"] = 120
-    with pytest.raises(ValueError, match="mix numbers of orders"):
-        order.summarise(rows)
+    assert found["order_first"] == 50.0
+    assert found["order_chance"] == pytest.approx(100 * (1 / 24 + 1 / 2 + 1 / 6 + 1 / 24) / 4)
+    assert found["order_percentile"] == 55.0
+    # P(two or more of four firsts) with chances 1/24, 1/2, 1/6, 1/24, by enumeration
+    chances = [1 / 24, 1 / 2, 1 / 6, 1 / 24]
+    expected = sum(
+        math.prod(c if hit else 1 - c for c, hit in zip(chances, hits))
+        for hits in itertools.product([0, 1], repeat=4)
+        if sum(hits) >= 2
+    )
+    assert found["order_p"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_the_stratified_sample_keeps_answer_type_shares_and_is_stable(demo_items):
@@ -230,6 +252,29 @@ def test_batched_loglikelihood_equals_one_unpadded_forward_per_sequence(tiny_eng
         tiny_engine.loglikelihood([sequences[0]], len(sequences[0]))
 
 
+def test_order_nan_an_impossible_padding_token_leaves_the_loglikelihood_finite(tiny_engine):
+    """A padded position the engine does not score may hold -inf (a token the model rules out): it must
+    be dropped, not multiplied by 0 (NaN)."""
+    long, short = (
+        tiny_engine.tokenizer("五脏中主藏血的是\nA. 心\nB. 肝\nC. 脾\nD. 肺\nE. 肾")["input_ids"],
+        tiny_engine.tokenizer("肝主")["input_ids"],
+    )
+
+    def rule_out_padding(module, args, output):
+        output = output.clone()
+        output[..., tiny_engine.pad_id] = -math.inf
+        return output
+
+    handle = tiny_engine.model.get_output_embeddings().register_forward_hook(rule_out_padding)
+    try:
+        found = tiny_engine.loglikelihood([long, short])
+        alone = tiny_engine.loglikelihood([short])  # no padding
+    finally:
+        handle.remove()
+    assert all(math.isfinite(value) for value in found), found
+    assert found[1] == pytest.approx(alone[0], abs=1e-4)
+
+
 # -- tcmqa probe end to end ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def probed_run(tmp_path_factory, tiny_eval, tiny_engine):
@@ -247,7 +292,7 @@ def test_probe_rows_columns_and_the_v1_run_untouched(probed_run, tiny_eval):
     rows = read_probes(out)
     rotated, tested = rows[rows["probe"] == "rotation"], rows[rows["probe"] == "order"]
     assert len(rotated) == 5 * len(outputs) and set(rotated["rotation"]) == set(range(5))
-    assert len(tested) == 12 and tested["n_orders"].dropna().eq(6).all()
+    assert len(tested) == 12 and tested["n_orders"].dropna().between(2, 6).all()  # up to 5 others sharing features
     assert set(rows["probe_version"]) == {PROBE_VERSION}
     # rotation 0 is the v1 row itself
     zero = rotated[rotated["rotation"] == 0].set_index("item_id")
@@ -257,6 +302,7 @@ def test_probe_rows_columns_and_the_v1_run_untouched(probed_run, tiny_eval):
     # rotated prompts differ from the published one; answers moved with the options
     assert rotated.groupby("item_id")["prompt_hash"].nunique().eq(5).all()
     assert results["n_rotation"] == len(outputs) and results["n_order"] + results["order_excluded"] == 12
+    assert results["n_order"] == tested["n_orders"].notna().sum() > 0
     assert json.loads((out / "results.json").read_text()) == results
     assert all(name in results for name in PROBE_COLUMNS) and results["probe_version"] == PROBE_VERSION
 

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -298,3 +299,18 @@ def test_secrets_url_forms_no_credential_in_a_published_row(
     store.submit("org/fine", SHA, "v1", "u")
     job = store.claim("w")
     assert job is not None and worker.run_job(store, job, cfg) == "FINISHED" and len(store.results()) == 1
+
+
+def test_secrets_url_forms_space_start_and_public_reasons(caplog: pytest.LogCaptureFixture) -> None:
+    """The Space refuses a store of an unknown scheme at once (no minute of retries into an empty queue), and a
+    job's reason in the public requests mirror carries no credential."""
+    from tcmqa.hub.files import request_json
+    from tcmqa.leaderboard.hosted import open_store_retrying
+
+    started = time.monotonic()
+    with caplog.at_level(logging.DEBUG), pytest.raises(ValueError, match="unknown store scheme") as raised:
+        open_store_retrying("postgresql+psycopg2://u:pw-typo@db.example/q?password=pw-query", waits_s=(30,))
+    assert time.monotonic() - started < 10 and "pw-" not in str(raised.value) + caplog.text
+    for url, secret in URL_FORMS.items():
+        job = Job("j", "org/m", SHA, "v1", "u", status=FAILED, reason=f"the harness could not reach {url} (exit 1)")
+        assert secret not in json.dumps(request_json(job)), url

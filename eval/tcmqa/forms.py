@@ -11,6 +11,7 @@ from __future__ import annotations
 import unicodedata
 
 SHOWN_CHARS = 80  # the most of a refused value a message or a log line repeats
+MAX_REASON = 500  # characters of an admin's reason (a job cancelled or withdrawn, a practitioner excluded)
 
 
 class FormError(ValueError):

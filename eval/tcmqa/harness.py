@@ -34,7 +34,7 @@ from tcmqa import flags, prompts
 from tcmqa import outputs as outputs_mod
 from tcmqa.engines import DTYPES, ENGINES, Engine, check_options, load_engine
 from tcmqa.engines.base import Prompt
-from tcmqa.fresh.hidden import HiddenPool, read_pool
+from tcmqa.fresh.hidden import HiddenPool, hidden_log, read_pool
 from tcmqa.fresh.scores import release_date
 from tcmqa.models import count_parameters
 from tcmqa.outputs import MANIFEST
@@ -69,7 +69,13 @@ class EvalConfig:
     )
     limit: int | None = field(default=None, metadata={"help": "evaluate only the first N items", "metavar": "N"})
     subset_only: bool = field(default=False, metadata={"help": "only the practitioners' comparison subset"})
-    out: Path | None = field(default=None, metadata={"help": "run folder (default: runs/<model name>)"})
+    out: Path | None = field(
+        default=None,
+        metadata={
+            "help": "run folder (default: runs/<model name>): new or empty; one holding a run is refused "
+            "unless --resume"
+        },
+    )
     resume: bool = field(default=False, metadata={"help": "continue an interrupted run in --out"})
     dry_run: bool = field(default=False, metadata={"help": "print three rendered prompts and stop"})
     chat_template: Path | None = field(
@@ -459,8 +465,9 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
         out.mkdir(parents=True, exist_ok=True)
         (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
         generated = generate_parts(engine, chunked(items, chunk), out, name, watch)
-    if pool is not None and pool.items:  # after the public items, in the same engine load
-        generated += generate_parts(engine, chunked(pool.items, chunk), pool.outputs_dir(out), f"{name} pool", watch)
+    if pool is not None and pool.items:  # after the public items, in the same engine load; its log apart
+        with hidden_log(out):
+            generated += generate_parts(engine, chunked(pool.items, chunk), pool.outputs_dir(out), "pool", watch)
     with watch("write"):
         facts = {**run_facts(engine, config), **data_facts(config, scorable)}
         results = summarise(out, items, subset, facts, pool, config.released)

@@ -17,6 +17,10 @@ runs on the same data. Writes::
     REPORT_DIR/tables/<name>.csv    each table's numbers, unrounded
     REPORT_DIR/figures/<name>.png   each figure
     REPORT_DIR/figures/<name>.json  the exact data each figure was drawn from
+    REPORT_DIR/suspect_keys.csv     every item ranked by the evidence that its key is wrong, with the
+                                    reason (``tcmqa.suspects``: columns rank, item_id, score, key,
+                                    alternative, the evidence's numbers, reason); report.md lists the
+                                    first :data:`SUSPECTS_SHOWN`
 
 Only runs computed on this data are compared: a run whose ``results.json`` records another data
 fingerprint (or, recording none, with no output on a scored item here) is named in a warning and in
@@ -65,6 +69,7 @@ import argparse
 import functools
 import json
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -81,6 +86,10 @@ from tcmqa.outdir import replace_output
 from tcmqa.outputs import RESULTS_FILE
 from tcmqa.simulate import SIMULATED
 from tcmqa.study import Study, load_study, run_dirs
+from tcmqa.suspects import audit
+
+SUSPECTS_FILE = "suspect_keys.csv"
+SUSPECTS_SHOWN = 20
 
 RUNS_ON_OTHER_DATA = "Runs left out: computed on other data"
 PRACTITIONER_TABLES_SKIPPED = "Practitioner tables skipped"
@@ -304,12 +313,16 @@ def write_report(
     *,
     simulated: bool = False,
     timings: dict[str, float] | None = None,
+    suspects: pd.DataFrame | None = None,
 ) -> Path:
     """Write report.md, tables/*.csv and figures/*.png + *.json under ``out``; returns report.md.
 
     ``timings``, when given, receives the seconds of each stage (what ``bench/report_scale.py`` prints):
     ``tables`` (computing them), ``figures`` (their data, drawing and PNG) and ``write`` (the CSV, JSON
     and Markdown files).
+
+    ``suspects``: the ranked suspect list (``tcmqa.suspects.audit``), written to :data:`SUSPECTS_FILE`
+    and its head shown in report.md; None: neither.
 
     ``simulated``: the study was written by ``tcmqa simulate`` (:func:`is_simulated` of its inputs);
     the report's title, a banner and every figure's title then say SIMULATED.
@@ -431,6 +444,17 @@ def write_report(
     for name, data in figures.items():
         (out / "figures" / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         md += [f"## {data['title']}", "", f"![{name}](figures/{name}.png)", ""]
+    if suspects is not None:
+        suspects.to_csv(out / SUSPECTS_FILE, index=False)
+        md += [
+            "## Suspect keys",
+            "",
+            f"Every item ranked by the evidence that its key is wrong ([{SUSPECTS_FILE}]({SUSPECTS_FILE}); "
+            f"`tcmqa.suspects`); the first {SUSPECTS_SHOWN}:",
+            "",
+            markdown_table(suspects.head(SUSPECTS_SHOWN)[["rank", "item_id", "score", "key", "alternative", "reason"]]),
+            "",
+        ]
     path = out / "report.md"
     path.write_text("\n".join(md), encoding="utf-8")
     clock.stage("write")
@@ -471,9 +495,15 @@ def main(args: argparse.Namespace) -> int:
     study = load_study(args.data, args.outputs)  # warns, naming them, about runs on other data
     simulated = is_simulated(args.data, args.outputs)
     timings = {"load": time.perf_counter() - start}
+    suspects = None
     try:
-        out = replace_output(args.out, "report.md", ("report.md", "tables", "figures"), "tcmqa report")
-        path = write_report(study, out, args.n_boot, simulated=simulated, timings=timings)
+        suspects = audit(study, args.data)
+    except ValueError as err:  # nobody answered a scored item
+        warnings.warn(f"no suspect keys written: {err}", stacklevel=1)
+    timings["suspects"] = time.perf_counter() - start - timings["load"]
+    try:
+        out = replace_output(args.out, "report.md", ("report.md", "tables", "figures", SUSPECTS_FILE), "tcmqa report")
+        path = write_report(study, out, args.n_boot, simulated=simulated, timings=timings, suspects=suspects)
     except ValueError as err:
         raise SystemExit(f"tcmqa report: {err}") from err
     left_out = f"; left out {len(study.excluded)} runs on other data" if len(study.excluded) else ""

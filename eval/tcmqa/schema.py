@@ -380,21 +380,26 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         read_against=("order_chance", "chance"),
     ),
     ResultColumn(
-        "order_chance", "Order chance", "float32", board=False, doc="Order 1st expected by chance: 100/(orders)"
+        "order_chance",
+        "Order chance",
+        "float32",
+        board=False,
+        doc="Order 1st expected by chance: the mean over tested items of 100/(orders compared)",
     ),
     ResultColumn(
         "order_p",
         "Order p",
         "float64",
-        doc="one-sided exact binomial p-value of Order 1st against chance; small means the published orders are "
-        "preferred (memorisation, or a convention the filter missed)",
+        doc="one-sided exact (Poisson-binomial) p-value of Order 1st against chance; small means the published "
+        "orders are preferred over orders that share their declared features (memorisation, or a habit about a "
+        "feature not declared)",
     ),
     ResultColumn(
         "order_percentile",
         "Order pct",
         "float32",
         board=False,
-        doc="mean percentile of the published order among the scored orders (50 by chance)",
+        doc="mean percentile of the published order among the orders compared (50 by chance)",
     ),
     ResultColumn("n_order", "Order items", "int32", board=False, doc="items in the order test"),
     ResultColumn(
@@ -402,7 +407,8 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "Order excluded",
         "int32",
         board=False,
-        doc="sampled items left out of the order test because their order follows a convention",
+        doc="sampled items left out of the order test: no other order shares the published order's features, or "
+        "options name others by letter",
     ),
     ResultColumn(
         "ece",

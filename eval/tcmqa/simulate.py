@@ -20,7 +20,13 @@ How it is made, so the output is honest about itself:
 * raters follow the platform: rater ``u`` answers block ``(u - 1) // 3`` of 150 items in order;
   surplus responses continue into the next block and a deficit truncates random raters;
 * model runs are written like the harness writes them (``runs/<model>/outputs/part-00000.parquet``
-  and ``results.json``), scored by the metric module; margins grow with ``calibration`` when right.
+  and ``results.json``), scored by the metric module; margins grow with ``calibration`` when right;
+* wrong keys and hard items can be planted (``swapped_keys``, ``hard_items``): a swapped item's
+  published key is another answer of the same size while practitioners and models who know the item
+  choose its true answer; a hard item's key is right but its difficulties for both rise by
+  ``hard_shift``, so most answer it wrong, their errors spread over the other options. Which items
+  were planted is written to ``raw/planted.parquet`` (for tests of the key audit, ``tcmqa.suspects``;
+  no analysis reads it). With neither planted the study is the same, draw for draw, as without them.
 """
 
 from __future__ import annotations
@@ -75,6 +81,9 @@ class SimulationConfig:
     margin_scale: dict[str, float] = field(default_factory=lambda: {"Qwen2.5": 5.0, "Gemma4": 5.0, "Qwen3.5": 0.7})
     lp_flip: float = 0.08  # share of single-answer items where the log-prob channel disagrees with the text
     flag_rate: float = 0.002  # per response
+    swapped_keys: float = 0.0  # share of items published with a wrong key (planted; see the module docstring)
+    hard_items: float = 0.0  # share of items made hard for everyone, their key right (planted)
+    hard_shift: float = 3.0  # log-odds a hard item's difficulties rise by
     seed: int = 0
 
 
@@ -124,7 +133,10 @@ def _mask_sizes(masks: np.ndarray) -> np.ndarray:
 class _Items:
     """The latent truth behind the simulated items (never written out)."""
 
-    answer: np.ndarray  # bitmask
+    answer: np.ndarray  # bitmask: the true answer, what those who know the item choose
+    key: np.ndarray  # bitmask: the published key (the true answer unless swapped)
+    swapped: np.ndarray  # bool: the key was planted wrong
+    hard: np.ndarray  # bool: planted hard, key right
     multi: np.ndarray
     d: np.ndarray  # practitioner difficulty
     e: np.ndarray  # model difficulty
@@ -138,13 +150,19 @@ def _items(cfg: SimulationConfig, rng: np.random.Generator) -> _Items:
     sizes = np.where(multi, rng.choice([2, 3, 4, 5], n, p=[0.2, 0.3, 0.3, 0.2]), 1)
     domain = rng.choice(len(DOMAINS), n, p=DOMAIN_SHARES / DOMAIN_SHARES.sum())
     shift = np.array([cfg.domain_shift.get(k, 0.0) for k in DOMAINS])[domain]
-    return _Items(
-        answer=_random_masks(rng, sizes),
-        multi=multi,
-        d=rng.normal(0, cfg.practitioner_spread, n) + shift,
-        e=rng.normal(0, cfg.model_spread, n),
-        domain=domain,
-    )
+    answer = _random_masks(rng, sizes)
+    d, e = rng.normal(0, cfg.practitioner_spread, n) + shift, rng.normal(0, cfg.model_spread, n)
+    key, swapped, hard = answer.copy(), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    if cfg.swapped_keys or cfg.hard_items:  # its own stream: the unplanted study stays draw for draw the same
+        planting = np.random.default_rng([cfg.seed, 1])
+        chosen = planting.permutation(n)
+        n_swapped, n_hard = round(n * cfg.swapped_keys), round(n * cfg.hard_items)
+        swapped[chosen[:n_swapped]] = True
+        hard[chosen[n_swapped : n_swapped + n_hard]] = True
+        key[swapped] = _wrong_masks(planting, answer[swapped], _mask_sizes(answer[swapped]))
+        d[hard] += cfg.hard_shift
+        e[hard] += cfg.hard_shift
+    return _Items(answer=answer, key=key, swapped=swapped, hard=hard, multi=multi, d=d, e=e, domain=domain)
 
 
 def _write_items(path: Path, items: _Items, rng: np.random.Generator) -> None:
@@ -160,7 +178,7 @@ def _write_items(path: Path, items: _Items, rng: np.random.Generator) -> None:
                         "question_id": i,
                         "question": f"【{SIMULATED}】模擬題 {i}",
                         "choices": {c: f"{SIMULATED} 選項 {c}{i}" for c in LETTERS},
-                        "answer": _MASK_TEXT[items.answer[i]],
+                        "answer": _MASK_TEXT[items.key[i]],
                         "explanation": f"{SIMULATED} explanation" if has_expl[i] else None,
                         "topic": f"{SIMULATED} topic {items.domain[i]}",
                         "difficulty": int(source_difficulty[i]) if has_diff[i] else None,
@@ -275,13 +293,14 @@ def _model_outputs(
     wrong_size = np.where(~items.multi & (rng.random(n) < 0.03), 0, wrong_size)  # an empty answer now and then
     pred = np.where(correct, answer, _wrong_masks(rng, answer, wrong_size))
     scored = score(
-        list(_MASK_TEXT[pred]), list(_MASK_TEXT[answer]), np.where(items.multi, "multi", "single"), per_item=True
+        list(_MASK_TEXT[pred]), list(_MASK_TEXT[items.key]), np.where(items.multi, "multi", "single"), per_item=True
     )["per_item"]
-    lp_correct = ~items.multi & (correct ^ (rng.random(n) < cfg.lp_flip))
+    lp_knows = ~items.multi & (correct ^ (rng.random(n) < cfg.lp_flip))
     first = np.argmax((answer[:, None] & _BITS) > 0, axis=1)
-    lp_index = np.where(lp_correct, first, (first + rng.integers(1, 5, n)) % 5)
+    lp_index = np.where(lp_knows, first, (first + rng.integers(1, 5, n)) % 5)
+    lp_correct = ~items.multi & (lp_index == np.argmax((items.key[:, None] & _BITS) > 0, axis=1))
     scale = cfg.margin_scale.get(model["family"], 2.0)
-    margin = rng.exponential(scale, n) * (1 + cfg.calibration * lp_correct)
+    margin = rng.exponential(scale, n) * (1 + cfg.calibration * lp_knows)
     top = -rng.exponential(0.3, n)
     order = np.argsort(rng.random((n, 5)) + 2 * (np.arange(5)[None, :] == lp_index[:, None]), axis=1)[:, ::-1]
     values = np.column_stack([top, top - margin, *(top - margin - rng.exponential(2.0, (3, n)))])
@@ -362,6 +381,8 @@ def simulate(out: str | Path, cfg: SimulationConfig | None = None, models: pd.Da
         )
         (run / "results.json").write_text(json.dumps(row, indent=1), encoding="utf-8")
     (out / "SIMULATION.json").write_text(json.dumps(asdict(cfg), indent=1), encoding="utf-8")
+    planted = {"item_id": item_ids, "key": _MASK_TEXT[items.key], "answer": _MASK_TEXT[items.answer]}
+    pq.write_table(pa.table(planted | {"swapped": items.swapped, "hard": items.hard}), out / "raw" / "planted.parquet")
     return out
 
 
@@ -393,6 +414,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "model_spread",
         "dependence",
         "calibration",
+        "swapped_keys",
+        "hard_items",
+        "hard_shift",
     ):
         parser.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
 

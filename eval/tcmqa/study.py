@@ -46,7 +46,17 @@ from tcmqa.schema import RESPONSES, SUBSET
 # Study matrix -> its value per output row (SQL over the outputs view): every item, and multi-answer items
 _CELLS = {"correct": "coalesce(correct, false)", "lp_correct": "coalesce(lp_correct, false)", "margin": "margin"}
 _MULTI_CELLS = {"precision": "precision", "recall": "recall", "f1": "f1", "pred_size": "len(prediction)"}
-_CORPUS_COLUMNS = ["id", "question", "options", "answer", "answer_type", "explanation", "source_difficulty", "flagged"]
+_CORPUS_COLUMNS = [
+    "id",
+    "question",
+    "options",
+    "answer",
+    "answer_type",
+    "explanation",
+    "source_difficulty",
+    "domains",
+    "flagged",
+]
 # what data_fingerprint hashes, per item
 _FINGERPRINT_COLUMNS = ["id", "question", "options", "answer", "answer_type"]
 EXCLUDED_COLUMNS = ["model", "run", "data", "data_fingerprint", "reason"]
@@ -95,7 +105,8 @@ class Study:
         return len(self.subset) > 0
 
 
-def _read_config(data: str | Path, config: str, columns: list[str] | None = None) -> pa.Table:
+def read_config(data: str | Path, config: str, columns: list[str] | None = None) -> pa.Table:
+    """Config ``config`` of ``data`` (a built tree or a Hub id) as an Arrow table, ``columns`` only if given."""
     folder = Path(data).expanduser() / config
     if folder.is_dir():
         return pq.read_table(sorted(folder.glob("*.parquet")), columns=columns)
@@ -106,7 +117,7 @@ def _read_optional(data: str | Path, config: str, features) -> pd.DataFrame:
     """A practitioner config, or an empty frame of its schema where the data has none (corpus only)."""
     if has_config(data, config):
         try:
-            return _read_config(data, config).to_pandas()
+            return read_config(data, config).to_pandas()
         except ValueError as err:  # a Hub dataset without the config
             if "has no" not in str(err):
                 raise
@@ -170,7 +181,7 @@ def load_study(data: str | Path, outputs: Sequence[str | Path] = ()) -> Study:
     With no ``outputs`` the study has no model columns: the practitioners' side alone (a path given
     that holds no run folder is still an error).
     """
-    corpus_table = _read_config(data, "corpus", _CORPUS_COLUMNS)
+    corpus_table = read_config(data, "corpus", _CORPUS_COLUMNS)
     options = corpus_table["options"].combine_chunks()
     five = np.ones(len(corpus_table), dtype=bool)
     for letter in range(options.type.num_fields):

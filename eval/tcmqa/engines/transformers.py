@@ -137,7 +137,8 @@ class TransformersEngine(Engine):
                 )  # position p predicts token p + 1
                 targets = input_ids[:, width - keep + 1 :].to(self.device)
                 picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
-                sums = (picked.double() * scored.to(self.device)).sum(dim=1).cpu().tolist()
+                # unscored positions (padding, context) are dropped, not multiplied by 0: -inf * 0 is NaN
+                sums = picked.double().masked_fill(~scored.to(self.device), 0.0).sum(dim=1).cpu().tolist()
             for r, i in enumerate(rows):
                 out[i] = sums[r]
         return out

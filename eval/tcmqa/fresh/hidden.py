@@ -6,16 +6,21 @@ and the practitioners' reference on each (the majority of the blind answers corr
 evaluates those items after the public ones, in the same engine load, and writes their output rows under
 ``hidden/<version>/outputs/`` (one folder per pool version, so a run resumed on a grown pool starts the
 pool afresh). Everything under ``hidden/`` stays on the worker: the store records the public parts only,
-so nothing of it reaches the publisher.
+so nothing of it reaches the publisher. What the run prints while it evaluates the pool goes to
+``hidden/pool.log`` (:func:`hidden_log`), not to the log whose tail the worker stores and the Queue tab shows:
+a model's chat template can raise with the prompt in its message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import json
 import os
-from collections.abc import Mapping, Sequence
+import sys
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ from tcmqa.schema import CORPUS
 
 HIDDEN_DIR = "hidden"  # a run folder's hidden part: never recorded in the store's parts, never published
 POOL_FILE = "pool.json"
+LOG_FILE = "pool.log"  # what the run printed while it evaluated the pool
 _ITEM_FIELDS = tuple(CORPUS)  # the release date with them
 
 
@@ -67,3 +73,34 @@ def read_pool(path: Path) -> HiddenPool:
         return HiddenPool(str(data["version"]), list(data["items"]), dict(data["reference"]))
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise SystemExit(f"--pool {path}: not a pool file written by the worker ({err})") from err
+
+
+@contextlib.contextmanager
+def hidden_log(run_dir: Path) -> Iterator[None]:
+    """Send this process's output (file descriptors 1 and 2: Python's, the engine's, tqdm's) to the run's hidden
+    log while the pool is evaluated. A failure is written there with its traceback and raised again without its
+    detail, so the log the worker keeps a tail of holds nothing of a pool item."""
+    print("evaluating the hidden pool: its log stays on the worker", file=sys.stderr, flush=True)
+    path = Path(run_dir) / HIDDEN_DIR / LOG_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    saved = [os.dup(1), os.dup(2)]
+    failed = False
+    with path.open("ab") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        except Exception:
+            traceback.print_exc()
+            failed = True
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy in zip((1, 2), saved, strict=True):
+                os.dup2(copy, fd)
+                os.close(copy)
+    if failed:
+        # from None: the failure being handled (its message may hold the prompt) is not printed as its context
+        message = f"evaluating the hidden pool failed; its log stays on the worker ({HIDDEN_DIR}/{LOG_FILE})"
+        raise RuntimeError(message) from None

@@ -31,5 +31,7 @@ Modules (callers import from the one that holds the name):
 - :mod:`tcmqa.hub.committer`: what every commit shares (lock, retried calls, commit budget, hold after failures)
 - :mod:`tcmqa.hub.mirror`: the requests mirror (queue statuses)
 - :mod:`tcmqa.hub.responses`: the ``responses`` and ``subset`` configs (practitioner mode)
-- :mod:`tcmqa.hub.publisher`: ``Publisher``, the outbox drained into the results repo, with the two above
+- :mod:`tcmqa.hub.withheld`: the rows of items in open practice blocks, held back from a job's parts until
+  the blocks are finished (then the job is published again, in full)
+- :mod:`tcmqa.hub.publisher`: ``Publisher``, the outbox drained into the results repo, with the three above
 """

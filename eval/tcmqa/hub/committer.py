@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tcmqa.hub.retries import retry_after, with_retries
+from tcmqa.schema import RATERS_PER_ITEM
 
 log = logging.getLogger("tcmqa.hub")
 T = TypeVar("T")
@@ -57,8 +58,10 @@ class Committer:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Any] = time.sleep,
         rng: random.Random | None = None,
+        raters: int = RATERS_PER_ITEM,
     ):
         self.store = store
+        self.raters = raters  # practice blocks' N where the store does not keep it (tcmqa.hub.withheld)
         self.api = api
         self.repo_id = repo_id
         self.requests_repo = requests_repo

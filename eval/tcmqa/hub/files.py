@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tcmqa import flags
 from tcmqa.schema import RESULTS
 
 RESULTS_DIR = "results"
@@ -31,8 +32,9 @@ _PATH = re.compile(r"(?<![\w.:/~-])(?:~|[A-Za-z]:)?(?:[/\\][\w.@+-]+){2,}[/\\]?"
 
 
 def redact(text: str, limit: int = 500) -> str:
-    """A reason fit for a public file: local paths replaced, length capped."""
-    text = _PATH.sub("<path>", text or "")
+    """A reason fit for a public file: credentials (:func:`tcmqa.flags.redact`) and local paths replaced, length
+    capped."""
+    text = _PATH.sub("<path>", flags.redact(text or ""))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

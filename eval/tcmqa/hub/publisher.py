@@ -16,6 +16,7 @@ from tcmqa.hub.files import OUTPUTS_DIR, PROBES_DIR, RESULTS_DIR, results_parque
 from tcmqa.hub.mirror import RequestsMirror
 from tcmqa.hub.responses import ResponsesPublisher
 from tcmqa.hub.retries import job_level, short
+from tcmqa.hub.withheld import WithheldParts, without_items
 from tcmqa.leaderboard.board import coverage
 from tcmqa.store.admin import NotAllowed
 from tcmqa.store.jobs import FINISHED
@@ -35,7 +36,7 @@ def partial_reason(row: dict[str, Any]) -> str | None:
     return None
 
 
-class Publisher(RequestsMirror, ResponsesPublisher):
+class Publisher(RequestsMirror, ResponsesPublisher, WithheldParts):
     """Drains the store's publication outbox into ``repo_id`` and mirrors statuses to ``requests_repo``.
 
     ``api`` is an ``HfApi`` (or anything with its ``create_commit``, ``list_repo_files``,
@@ -61,6 +62,7 @@ class Publisher(RequestsMirror, ResponsesPublisher):
             if not self._ready(self.repo_id):
                 return 0
             try:
+                self._release_withheld()
                 pending = self.store.unpublished(limit=self.batch)
             except Exception:
                 log.exception("reading the publication outbox failed")
@@ -77,7 +79,8 @@ class Publisher(RequestsMirror, ResponsesPublisher):
                 size += pub.nbytes
             ids = [pub.job.id for pub in chosen]
             try:
-                operations = self._operations(chosen)
+                operations, left_out = self._operations(chosen, self._open_items())
+                self._keep_withheld(left_out)
                 models = sorted({pub.job.model for pub in chosen})
                 message = f"results of {len(chosen)} evaluation(s): " + ", ".join(models[:5])
                 if len(models) > 5:
@@ -134,16 +137,20 @@ class Publisher(RequestsMirror, ResponsesPublisher):
         return full
 
     @staticmethod
-    def _operations(pubs: Iterable[Any]) -> list[CommitOperationAdd]:
-        """Each job's results file, then its outputs and probes parts: every file of a job in one commit."""
-        operations = []
+    def _operations(pubs: Iterable[Any], withheld: set[str]) -> tuple[list[CommitOperationAdd], dict[str, set[str]]]:
+        """Each job's results file, then its outputs and probes parts without the rows of ``withheld`` items
+        (open practice blocks): every file of a job in one commit; and the items each job left out."""
+        operations, left_out = [], {}
         for pub in pubs:
             job_id = pub.job.id
+            left_out[job_id] = set()
             operations.append(CommitOperationAdd(f"{RESULTS_DIR}/{job_id}.parquet", results_parquet(pub.row)))
             for folder, parts in ((OUTPUTS_DIR, pub.outputs), (PROBES_DIR, pub.probes)):
                 for i, data in enumerate(parts):
-                    operations.append(CommitOperationAdd(f"{folder}/{job_id}-part-{i:05d}.parquet", bytes(data)))
-        return operations
+                    kept, held = without_items(bytes(data), withheld)
+                    left_out[job_id] |= held
+                    operations.append(CommitOperationAdd(f"{folder}/{job_id}-part-{i:05d}.parquet", kept))
+        return operations, left_out
 
     def import_published(self) -> int | None:
         """Read the Hub's ``results/`` once into ``store.import_results``; how many rows were added.

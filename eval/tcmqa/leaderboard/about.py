@@ -83,15 +83,25 @@ SECTIONS: tuple[tuple[str, str, dict[str, str]], ...] = (
     ),
     (
         "Memorisation (option-order test)",
-        "The text of an item as published against the same text with its options reordered, by log-likelihood; "
-        "items whose option order follows a convention (numbers in order, options that refer to others) are "
-        "left out.",
+        "The text of an item as published against the same text with its options reordered, by log-likelihood, "
+        "but only against the orders that keep every declared feature of the published one in place: each "
+        "option's length (characters and display width), its number, its place in a canonical TCM sequence "
+        "(五行 木火土金水, 五脏 肝心脾肺肾, 轻/中/重, 上/中/下, 甲乙丙丁 and others), an option that refers to the "
+        "others (以上都是), which options are right, and what every two options share in characters. Items with "
+        "no such other order, or whose options name others by letter (AB, A和C), are left out. Null: the model "
+        "has not seen the items, and whatever it prefers about option orders (short options first, numbers or "
+        "organs in sequence, similar options together, the answer off E, graded or strict, however strong) "
+        "depends on an order only through those features; the orders compared then score highest equally "
+        "often.",
         {
-            "order_first": "Read against chance, 100/(orders scored): a model that never saw the items ranks the "
-            "published order first that often.",
-            "order_p": "Memorisation here is of the exam papers as published. A large p does not prove the items "
-            "were not seen: a model can have read an item without preferring its order, and few tested items give "
-            "the test little power.",
+            "order_first": "Read against Order chance, the mean over tested items of 100/(orders compared): a model "
+            "that never saw the items ranks the published order first that often, whatever its habits about "
+            "the declared features.",
+            "order_p": "Exact for each item's own chance. Memorisation here is of the exam papers as published. A "
+            "habit about something not declared (Unicode or dictionary order, meaning without shared characters) "
+            "can still lower p. A large p does not prove the items were not seen: a model can have read an item "
+            "without preferring its order, and the items left out and the small number of orders an item keeps "
+            "give the test less power.",
         },
     ),
     (

@@ -18,22 +18,27 @@ from typing import Any
 
 import gradio as gr
 
+from tcmqa.flags import redact
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.identity import check_bind
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.space import build_app
-from tcmqa.store import Store, open_store
+from tcmqa.store import Store, open_store, store_url
 from tcmqa.worker import LocalWorker
 
 
 def open_store_retrying(url: str, waits_s: tuple[float, ...] = (1, 2, 4, 8, 16, 30)) -> Store:
-    """The store, retried with backoff: a database blip at start must not kill the Space."""
+    """The store, retried with backoff: a database blip at start must not kill the Space. A spec that can never
+    open (an unknown scheme) is refused at once, and what is logged shows no password (:func:`tcmqa.flags.redact`)."""
+    store_url(url)
     for wait in waits_s:
         try:
             return open_store(url)
         except Exception as err:
-            logging.getLogger("tcmqa.space").warning("opening the store failed (%s); again in %gs", err, wait)
+            logging.getLogger("tcmqa.space").warning(
+                "opening the store failed (%s); again in %gs", redact(str(err)), wait
+            )
             time.sleep(wait)
     return open_store(url)
 
@@ -84,7 +89,9 @@ def build_hosted(
         LocalWorker(settings.store, settings.data, shlex.split(settings.worker_args)).start()
     if not settings.publish:
         return build_app(settings, store, api), []
-    publisher = Publisher(store, api, settings.results_repo, requests_repo=settings.requests_repo)
+    publisher = Publisher(
+        store, api, settings.results_repo, requests_repo=settings.requests_repo, raters=settings.practice_raters
+    )
     threads = start_publishing(settings, store, publisher, stop or threading.Event())
     return build_app(settings, store, api, publisher), threads
 

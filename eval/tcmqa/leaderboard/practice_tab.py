@@ -166,12 +166,15 @@ def practitioners_tab(
         if view is None:
             assigned = p.assignment(who)
             if assigned:
-                report_ = p.report(who)
-                text = (
-                    practice_lib.report_markdown(report_)
-                    + "\n\n"
-                    + review_markdown(p.review_rows(who, report_["block"]))
-                )
+                try:
+                    report_ = p.report(who)
+                    text = (
+                        practice_lib.report_markdown(report_)
+                        + "\n\n"
+                        + review_markdown(p.review_rows(who, report_["block"]))
+                    )
+                except practice_lib.ReviewWaits as waits:  # a co-rater is still answering: nothing of the block
+                    text = f"⏳ {waits}"
             else:
                 text = "No items are left to assign: thank you."
             return {
@@ -204,7 +207,7 @@ def practitioners_tab(
         }
 
     def next_block_note(p: practice_lib.Practice, who: str | None) -> str:
-        n = p.next_block_completes(who)
+        n = 0 if is_admin(who) else p.next_block_completes(who)
         if not n:
             return ""
         items = f"{n} subset item" + ("s" if n != 1 else "")
@@ -234,9 +237,8 @@ def practitioners_tab(
             if licence:
                 p.confirm(who, True, number)
             elif not p.status(who)["confirmed"]:
-                if is_admin(who):
-                    lead = f"Signed in as **{who}**, a study lead: the console is below"
-                    return refused(lead + " (to answer items, confirm a licence).", who)
+                if is_admin(who):  # never a rater (Practice refuses it): the console reads everyone's work
+                    return refused(f"Signed in as **{who}**, a study lead: the console is below.", who)
                 return refused("❌ Confirm that you hold a TCM licence to answer.", who)
             return screen(who, f"Signed in as **{who}**.")
         except refusals as err:

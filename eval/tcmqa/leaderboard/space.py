@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from tcmqa import forms
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard import model_outputs, queue, tabs
@@ -112,9 +113,13 @@ def build_app(
         """An admin button's handler: ``action`` on the job, by an admin, with the reason recorded."""
 
         def act(admin: str | None, job: str, reason: str) -> str:
-            job, reason = (job or "").strip(), (reason or "").strip()
             if admin is None:
                 return "❌ Admins only (TCMQA_ADMINS)."
+            try:  # the form of what was typed, before the store (or the Hub, for a withdrawal) is asked
+                job = queue.checked_job_id(job)
+                reason = forms.checked("reason", reason, max_chars=forms.MAX_REASON, lines=True)
+            except forms.FormError as err:
+                return f"❌ {queue.escaped(str(err))}"
             if not job or (action != "requeue" and not reason):
                 return "❌ Enter the job id and a reason."
             try:

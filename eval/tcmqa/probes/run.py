@@ -80,8 +80,8 @@ class ProbeConfig:
     orders: int | None = dataclasses.field(
         default=None,
         metadata={
-            "help": f"other option orders per item in the order test (default: all {order.ALL_ORDERS} on a GPU, "
-            f"{order.ORDERS_CPU} on a CPU)",
+            "help": "most other option orders per item in the order test, among those sharing the published order's "
+            f"features (default: all, up to {order.ALL_ORDERS}, on a GPU; {order.ORDERS_CPU} on a CPU)",
             "metavar": "K",
         },
     )
@@ -229,7 +229,7 @@ def run_order_test(
     folder: Path,
     facts: Mapping[str, Any],
 ) -> int:
-    """Score each chunk's items as published and under ``orders`` other orders; a part per chunk."""
+    """Score each chunk's items as published and under at most ``orders`` other orders; a part per chunk."""
     done = 0
     with tqdm(total=sum(map(len, chunks)), desc="order test", unit="item") as bar:
         for i, chunk in enumerate(chunks):

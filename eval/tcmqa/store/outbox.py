@@ -92,6 +92,18 @@ class OutboxStore(JobRows):
                     .values(published_at=now, hub_commit=commit, last_error="")
                 )
 
+    def republish(self, job_ids: list[str]) -> None:
+        """Publish these published jobs again, now (the publisher withheld rows of theirs that may now go);
+        a job no longer in the outbox (withdrawn) is left alone."""
+        with self._write() as conn:
+            now = self._now(conn)
+            for chunk in _chunks(job_ids):
+                conn.execute(
+                    sa.update(publications_t)
+                    .where(publications_t.c.job_id.in_(chunk), publications_t.c.published_at.is_not(None))
+                    .values(published_at=None, next_try_at=now, attempts=0, last_error="")
+                )
+
     def publication_failed(self, job_ids: list[str], error: str, retry_after_s: float) -> None:
         """Publishing these failed: count the attempt, keep the error, retry no sooner than ``retry_after_s``."""
         with self._write() as conn:

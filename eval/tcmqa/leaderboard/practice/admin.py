@@ -23,7 +23,6 @@ from tcmqa.leaderboard.practice.core import NotAllowed, counts, finished
 from tcmqa.leaderboard.practice.scoring import PracticeScoring
 from tcmqa.schema import DOMAINS
 
-MAX_REASON = 500  # characters of an admin decision's reason
 PLATFORM_NUMBER = {key: str(i) for i, key in enumerate(DOMAINS, 1)}  # domain key -> "1".."10"
 PROGRESS_COLUMNS = [
     "block",
@@ -192,9 +191,9 @@ class PracticeAdmin(PracticeScoring):
 
 
 def _reason(text: str | None, decision: str) -> str:
-    """A decision's reason, stripped: plain text of at most :data:`MAX_REASON` characters
+    """A decision's reason, stripped: plain text of at most :data:`tcmqa.forms.MAX_REASON` characters
     (:class:`tcmqa.forms.FormError`), and given (ValueError saying which decision needs it)."""
-    reason = forms.checked("reason", text, max_chars=MAX_REASON, lines=True)
+    reason = forms.checked("reason", text, max_chars=forms.MAX_REASON, lines=True)
     if not reason:
         raise ValueError(f"{decision} needs a reason")
     return reason

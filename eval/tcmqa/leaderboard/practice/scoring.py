@@ -124,9 +124,9 @@ class PracticeScoring(PracticeCore):
         n = self._block_raters(snap, block)
         done = sum(counts(snap, a) and finished(snap, a) for a in snap.assignments if a["block"] == block)
         raise ReviewWaits(
-            f"you have answered every item of block {block}. Its review opens once all its {n} raters have "
+            f"You have answered every item of block {block}. Its review opens once all its {n} raters have "
             f"finished it ({done} of {n} so far): until then nobody sees the reference or anyone else's choices. "
-            "Come back to it later, or start your next block"
+            "Come back to it later, or start your next block."
         )
 
     def models_on(self, item_ids: Sequence[str]) -> pd.DataFrame:

@@ -1,0 +1,188 @@
+"""One scale for models and practitioners: a two-parameter logistic (2PL) item-response fit.
+
+Respondent ``j`` (a model or a practitioner) answers item ``i`` right with probability
+``sigmoid(a_i * (theta_j - b_i))``: ``theta`` is the respondent's ability, ``b`` the item's difficulty
+and ``a`` its discrimination. ``a`` may come out near zero (the item tells nobody apart) or negative
+(the abler answer it wrong more often): that is evidence its key is wrong (``tcmqa.suspects``), so
+the fit must allow it, which rules out fits that bound ``a`` above zero.
+
+Why an own fit rather than a library: py-irt (tinyBenchmarks, Fluid Benchmarking) pins versions
+that would downgrade pandas and rich in the shared environment, and girth's 2PL bounds the
+discrimination to positive values; what is needed is small. The fit is joint maximum a posteriori
+in the slope-intercept form ``a * theta + c`` (``b = -c / a``), where each block's posterior is
+concave: priors ``theta ~ N(0, 1)``, ``a ~ N(1, 1)``, ``c ~ N(0, 3^2)`` fix the scale and keep an item
+every respondent got right, or wrong, finite. It alternates Newton steps: every item's ``(a, c)`` at
+once (a logistic regression on the abilities, a 2 x 2 system per item, vectorised), then every
+ability. Missing cells (a
+practitioner answers only the items of their blocks) simply do not enter the likelihood. Each step
+is a few matrix-vector products over the items x respondents matrix: 38,279 items x 130 respondents
+fit in seconds on one core (docs/benchmarks.md, "Item response fit"). Standard errors are the
+inverse square roots of the posterior information, each block given the other (``b``'s by the delta
+method: large where ``a`` is near zero, where an item's difficulty means little).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tcmqa.study import Study
+
+log = logging.getLogger(__name__)
+
+THETA_SD, A_MEAN, A_SD, C_SD = 1.0, 1.0, 1.0, 3.0  # the priors (see the module docstring)
+MAX_STEP = 1.0  # largest change of any parameter in one step: Fisher scoring from far away overshoots
+
+
+@dataclass
+class Outcomes:
+    """Right (1) or wrong (0) of each respondent on each item, NaN where the respondent did not answer."""
+
+    y: np.ndarray  # items x respondents, float32 (1, 0 or NaN)
+    item_ids: np.ndarray
+    respondents: pd.DataFrame  # name, kind ("model" | "practitioner"): the columns of y
+
+    @property
+    def observed(self) -> np.ndarray:
+        return ~np.isnan(self.y)
+
+
+@dataclass
+class Fit:
+    """A 2PL fit: per item ``a``, ``b`` (and their standard errors), per respondent ``theta`` and its."""
+
+    a: np.ndarray
+    b: np.ndarray
+    a_se: np.ndarray
+    b_se: np.ndarray
+    theta: np.ndarray
+    theta_se: np.ndarray
+    iterations: int
+    converged: bool
+
+    def p(self, items: np.ndarray | slice = slice(None), theta: np.ndarray | None = None) -> np.ndarray:
+        """P(right) of ``items`` (rows) for each ability in ``theta`` (columns; default: the fit's)."""
+        theta = self.theta if theta is None else np.asarray(theta)
+        return _sigmoid(self.a[items, None] * (theta[None, :] - self.b[items, None]))
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+def outcomes(study: Study) -> Outcomes:
+    """The outcome matrix of every model of ``study`` (on the items it covered) and every practitioner
+    (on the scored items they answered; a practitioner who answered none is left out)."""
+    models = np.where(study.covered, study.correct, np.nan).astype(np.float32)
+    rows = pd.Index(study.item_ids).get_indexer(study.responses["item_id"])
+    answered = study.responses[rows >= 0]
+    names = pd.Index(sorted(answered["practitioner_id"].unique()))
+    people = np.full((len(study.item_ids), len(names)), np.nan, dtype=np.float32)
+    people[rows[rows >= 0], names.get_indexer(answered["practitioner_id"])] = answered["correct"].to_numpy(float)
+    respondents = pd.DataFrame(
+        {"name": study.model_names + list(names), "kind": ["model"] * len(study.models) + ["practitioner"] * len(names)}
+    )
+    return Outcomes(np.hstack([models, people]), study.item_ids, respondents)
+
+
+def _step(value: np.ndarray, change: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    change = np.clip(change, -MAX_STEP, MAX_STEP)
+    return value + change, change
+
+
+def fit_2pl(y: np.ndarray, *, start: Fit | None = None, tol: float = 1e-3, max_iter: int = 500) -> Fit:
+    """Fit a 2PL model to ``y`` (items x respondents: 1, 0, NaN where unanswered); ``start``: a fit
+        of the same items and respondents to begin from (a refit after a small change converges in a few
+        steps). Stops when in a step no ability moves by more than ``tol``, nor the items' parameters by more
+    than ``tol`` in root mean square (a few items every respondent got right drift along a flat ridge of
+    the likelihood long after the scale has settled)."""
+    y = np.asarray(y)
+    if y.ndim != 2 or not y.size:
+        raise ValueError(f"the outcome matrix must be items x respondents with both non-empty, not shape {y.shape}")
+    item, person = np.nonzero(~np.isnan(y))  # the answered cells only: a practitioner's blocks, not the corpus
+    right = y[item, person].astype(np.float64)
+    if not np.isin(right, (0.0, 1.0)).all():
+        raise ValueError("outcomes must be 1 (right), 0 (wrong) or NaN (not answered)")
+    n_items, n_resp = y.shape
+
+    def per_item(values: np.ndarray) -> np.ndarray:
+        return np.bincount(item, values, n_items)
+
+    def per_person(values: np.ndarray) -> np.ndarray:
+        return np.bincount(person, values, n_resp)
+
+    if start is not None:
+        a, c, theta = start.a.copy(), -start.a * start.b, start.theta.copy()
+    else:  # log-odds of the share right (shrunk to 1/2): respondents standardised, items as intercepts
+        odds = lambda s, n: np.log((s + 0.5) / (n - s + 0.5))  # noqa: E731
+        theta = odds(per_person(right), per_person(np.ones_like(right)))
+        theta = (theta - theta.mean()) / (theta.std() or 1.0)
+        c = odds(per_item(right), per_item(np.ones_like(right)))
+        a = np.full(n_items, A_MEAN)
+    converged, iteration = False, 0
+    while not converged and iteration < max_iter:
+        iteration += 1
+        t = theta[person]
+        p = _sigmoid(a[item] * t + c[item])
+        r, w = right - p, p * (1 - p)
+        haa, hac, hcc = _item_information(per_item, w, t)
+        grad_a = per_item(r * t) - (a - A_MEAN) / A_SD**2
+        grad_c = per_item(r) - c / C_SD**2
+        det = haa * hcc - hac**2
+        a, moved_a = _step(a, (hcc * grad_a - hac * grad_c) / det)
+        c, moved_c = _step(c, (haa * grad_c - hac * grad_a) / det)
+        ai = a[item]
+        p = _sigmoid(ai * t + c[item])
+        info = per_person(ai**2 * p * (1 - p)) + 1 / THETA_SD**2
+        theta, moved_t = _step(theta, (per_person(ai * (right - p)) - theta / THETA_SD**2) / info)
+        rms = np.sqrt(max(np.mean(moved_a**2), np.mean(moved_c**2)))
+        converged = max(rms, np.abs(moved_t).max()) < tol
+    if not converged:
+        log.warning("2PL fit stopped after %d steps without converging (tol %g)", max_iter, tol)
+    t, ai = theta[person], a[item]
+    p = _sigmoid(ai * t + c[item])
+    w = p * (1 - p)
+    haa, hac, hcc = _item_information(per_item, w, t)
+    det = haa * hcc - hac**2
+    var_a, var_c, cov_ac = hcc / det, haa / det, -hac / det
+    b = -c / a
+    # delta method for b = -c / a
+    var_b = (var_c + b**2 * var_a + 2 * b * cov_ac) / a**2
+    log.debug("2PL fit of %d items x %d respondents (%d cells): %d steps", n_items, n_resp, len(item), iteration)
+    return Fit(
+        a=a,
+        b=b,
+        a_se=np.sqrt(var_a),
+        b_se=np.sqrt(np.maximum(var_b, 0.0)),
+        theta=theta,
+        theta_se=1 / np.sqrt(per_person(ai**2 * w) + 1 / THETA_SD**2),
+        iterations=iteration,
+        converged=converged,
+    )
+
+
+def _item_information(per_item, w: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each item's posterior information matrix in (a, c): [[haa, hac], [hac, hcc]]."""
+    return per_item(w * t * t) + 1 / A_SD**2, per_item(w * t), per_item(w) + 1 / C_SD**2
+
+
+def abilities(outcome: Outcomes, fit: Fit) -> pd.DataFrame:
+    """Every respondent's ability and its standard error, with the items answered and the share right."""
+    seen = outcome.observed
+    return outcome.respondents.assign(
+        theta=fit.theta,
+        theta_se=fit.theta_se,
+        n_items=seen.sum(0),
+        accuracy=100 * np.nansum(outcome.y, axis=0) / np.maximum(seen.sum(0), 1),
+    )
+
+
+def items(outcome: Outcomes, fit: Fit) -> pd.DataFrame:
+    """Every item's difficulty and discrimination with their standard errors and respondents."""
+    return pd.DataFrame(
+        {"item_id": outcome.item_ids, "difficulty": fit.b, "difficulty_se": fit.b_se,
+         "discrimination": fit.a, "discrimination_se": fit.a_se, "n_respondents": outcome.observed.sum(1)}
+    )  # fmt: skip
