@@ -136,6 +136,11 @@ def test_fresh_browser_write_review_console_board(tmp_path: Path, demo_tree: Pat
             table = lead.locator("#board-table")
             expect(table).to_contain_text("org/memoriser", timeout=30_000)
             expect(table).to_contain_text("n=3")
+            # the fresh columns are right of the answer types: scrolled into view (Model stays pinned)
+            lead.evaluate(
+                "() => document.querySelectorAll('#board-table *').forEach(e => {"
+                " if (e.scrollWidth > e.clientWidth + 10) e.scrollLeft = e.scrollWidth; })"
+            )
             table.screenshot(path=SHOTS / "fresh-06-board.png")
             browser.close()
     finally:
