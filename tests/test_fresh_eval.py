@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from fakehub import FakeHub
@@ -23,6 +24,7 @@ from tcmqa.hub.publisher import Publisher
 from tcmqa.models import local_revision
 from tcmqa.outputs import read_outputs
 from tcmqa.prompts import PROTOCOL
+from tcmqa.schema import OUTPUTS
 from tcmqa.store import BACKFILL, FAILED, FINISHED, SQLiteStore
 from tcmqa.worker import WorkerConfig, work
 
@@ -132,6 +134,25 @@ def test_fresh_hidden_job_evaluates_the_pool_and_publishes_none_of_it(evaluated)
     assert not stored["item_id"].isin([item["id"] for item in items]).any()  # the store's parts are the public ones
     files = publish_and_check(store, items)
     assert any(path.startswith("outputs/") for path in files)
+
+
+def test_fresh_hidden_publisher_withholds_any_row_of_a_pool_item(demo_tree, tmp_path):
+    """Should a job's stored part ever hold a pool item's row, the publisher's one rule for what is withheld
+    (tcmqa.hub.withheld: open practice blocks and the hidden pool) cuts it from the commit."""
+    store = SQLiteStore(tmp_path / "s")
+    [pooled] = accept(store, pool_items(demo_tree, n=1))
+    part = tmp_path / "outputs" / "part-00000.parquet"
+    part.parent.mkdir()
+    rows = [dict.fromkeys(OUTPUTS) | {"model": "m", "item_id": item, "answer_type": "single"} for item in ("1", pooled)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=OUTPUTS.arrow_schema), part)
+    store.submit("m", "1" * 40, PROTOCOL, "u")
+    job = store.claim("w")
+    assert job is not None and store.finish(job, {"model": "m", "n": 1, "n_corpus": 1, "coverage": 100.0}, [part])
+    hub = FakeHub()
+    hub.create_repo(REPO)
+    assert Publisher(store, hub, REPO, sleep=lambda s: None).publish_pending() == 1
+    [published] = [data for path, data in hub.files(REPO).items() if path.startswith("outputs/")]
+    assert pq.read_table(io.BytesIO(published)).column("item_id").to_pylist() == ["1"]
 
 
 def test_fresh_backfill_evaluates_only_the_grown_pool_into_the_row(evaluated, demo_tree, monkeypatch):

@@ -74,6 +74,11 @@ class Page:
         props = self.components[component_id].get("props", {})
         return f"{props.get('elem_id') or ''} {props.get('label') or ''}".lower()
 
+    def shown(self, dependency: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        """What a call's completion put on the page, by elem_id."""
+        outputs = zip(dependency["outputs"], result["output"]["data"], strict=True)
+        return {self.components[c].get("props", {}).get("elem_id"): value for c, value in outputs}
+
     def by_elem(self, dependency: dict[str, Any], values: dict[str, Any]) -> list[Any]:
         """The inputs of ``dependency`` in order: ``values`` by elem_id, else the component's own value."""
         props = [self.components[cid].get("props", {}) for cid in dependency["inputs"]]
@@ -106,6 +111,20 @@ def plausible(page: Page, cid: int, item: str, job: str, block: int) -> list[Any
     return [props.get("value")]
 
 
+def answer(shown: dict[str, Any], key: str) -> dict[str, Any]:
+    """The practitioner's answer to the item on her screen, by elem_id (its type: the control the screen shows)."""
+    multi = shown["practice-multi"].get("visible")
+    return {
+        "practice-name": ANN,
+        "practice-key": key,
+        "practice-item": shown["practice-item"],
+        "practice-single": None if multi else "A",
+        "practice-multi": ["A", "B"] if multi else [],
+        "practice-domains": ["materia_medica"],
+        "practice-difficulty": 3,
+    }
+
+
 def practice_state(store: SQLiteStore) -> dict[str, Any]:
     return {
         "responses": store.practice_responses(),
@@ -130,22 +149,14 @@ def test_local_identity_stranger_calls_every_function(tmp_path: Path, half_tree:
             page.by_elem(start, {"practice-name": ANN, "practice-licence": True, "practice-licence-number": LICENCE}),
         )
         assert started["success"], started
-        outputs = dict(zip(start["outputs"], started["output"]["data"], strict=True))
-        elems = {page.components[c].get("props", {}).get("elem_id"): v for c, v in outputs.items()}
-        item, key = elems["practice-item"], elems.get("practice-key", "")
+        shown = page.shown(start, started)
+        key = shown.get("practice-key", "")  # the key her first start issued (none on a page without keys)
         submit = page.fn("practice_submit")
-        multi = elems["practice-multi"].get("visible")  # the item's answer type: which control the screen shows
-        answer = {"practice-name": ANN, "practice-key": key, "practice-item": item, "practice-difficulty": 3}
-        answer |= {"practice-single": None if multi else "A", "practice-multi": ["A", "B"] if multi else []}
-        answer |= {"practice-domains": ["materia_medica"]}
-        recorded = page.call(submit["id"], page.by_elem(submit, answer))
+        recorded = page.call(submit["id"], page.by_elem(submit, answer(shown, key)))
         assert recorded["success"] and len(store.practice_responses(account=ANN)) == 1, recorded
         (block,) = {a["block"] for a in store.practice_assignments(account=ANN)}
-        item = next(
-            v
-            for c, v in zip(submit["outputs"], recorded["output"]["data"], strict=True)
-            if page.components[c]["props"].get("elem_id") == "practice-item"
-        )
+        shown = page.shown(submit, recorded)
+        item = shown["practice-item"]  # her open item, the next of her block
         before, job_before = practice_state(store), store.get(job)
         # the stranger: every registered function, every plausible combination of its inputs (16 at most)
         leaked, calls = set(), 0
@@ -165,8 +176,7 @@ def test_local_identity_stranger_calls_every_function(tmp_path: Path, half_tree:
         assert job_after is not None and job_before is not None and job_after.status == PENDING
         assert job_after.reason == job_before.reason
         # the controls: the same calls with the secrets do what the stranger's could not
-        answer |= {"practice-item": item}
-        assert page.call(submit["id"], page.by_elem(submit, answer))["success"]
+        assert page.call(submit["id"], page.by_elem(submit, answer(shown, key)))["success"]
         assert len(store.practice_responses(account=ANN)) == 2
         cancel = page.fn("admin_cancel")
         values = {"admin-account": ADMIN, "admin-key": TOKEN, "admin-job": job, "admin-reason": "a test"}

@@ -24,6 +24,7 @@ def space(tmp_path_factory: pytest.TempPathFactory, demo_tree: Path):
     for i in range(50):
         hub.add_model(f"org/m{i}", sha=f"{i:040x}")
     hub.add_model("org/same", sha="5" * 40)
+    hub.add_model("org/dated", sha="6" * 40)
     demo, url = launch(local_settings(store.root, demo_tree), store, hub)
     yield SimpleSpace(store, Client(url, verbose=False), url)
     demo.close()
@@ -265,3 +266,12 @@ def test_serve_honours_tcmqa_store_and_never_shows_it(monkeypatch: pytest.Monkey
     assert seen == [url, "/tmp/s", serve.DEFAULT_STORE]
     monkeypatch.setenv("TCMQA_STORE", url)
     assert "hunter2" not in parser.format_help()
+
+
+def test_fresh_release_date_given_at_submission_reaches_the_job(space: SimpleSpace) -> None:
+    feedback, job_id = space.client.predict("org/dated", "", "2024-06-07", api_name="/submit")
+    assert feedback.startswith("✅"), feedback
+    job = space.store.get(job_id)
+    assert job is not None and job.meta["released"] == "2024-06-07"
+    refused, _ = space.client.predict("org/dated", "", "June 2024", api_name="/submit")
+    assert "YYYY-MM-DD" in refused

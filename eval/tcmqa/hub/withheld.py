@@ -1,4 +1,4 @@
-"""What the publisher holds back of a job's parts: the rows of items in open practice blocks.
+"""What the publisher holds back of a job's parts: the rows of items in open practice blocks and of the hidden pool.
 
 Nothing of a block still being answered leaves the store (:func:`tcmqa.leaderboard.practice.core.open_block_items`,
 the one rule), so a job's outputs and probe rows of those items are cut from its parts before they are committed;
@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +21,7 @@ import pyarrow.parquet as pq
 
 from tcmqa.hub.committer import Committer
 from tcmqa.leaderboard.practice.core import open_block_items
+from tcmqa.store.pool import RETIRED
 
 log = logging.getLogger("tcmqa.hub")
 
@@ -41,11 +43,19 @@ def without_items(data: bytes, items: set[str]) -> tuple[bytes, set[str]]:
     return sink.getvalue(), held
 
 
+def hidden_pool_items(store: Any) -> set[str]:
+    """Every fresh pool item not retired (a draft, in review, accepted or rejected): hidden, never published."""
+    return {item.id for item in store.fresh_items() if item.state != RETIRED}
+
+
 class WithheldParts(Committer):
     """The publisher's bookkeeping of rows held back for open practice blocks (a part of ``Publisher``)."""
 
     def _open_items(self) -> set[str]:
-        return open_block_items(self.store, self.raters)
+        """The items none of whose rows are published now: those of open practice blocks, and every pool item
+        not retired (a job's parts never hold the pool's outputs, which stay in its run folder's hidden part;
+        this rule holds should a part ever hold one)."""
+        return open_block_items(self.store, self.raters) | hidden_pool_items(self.store)
 
     def _withheld(self) -> dict[str, list[str]]:
         return json.loads(self.store.get_state(WITHHELD_STATE) or "{}")

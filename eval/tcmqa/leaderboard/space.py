@@ -82,10 +82,10 @@ def build_app(
         return gr.update(choices=board.families(), value=current)
 
     @guard.public  # anyone may submit (hosted: the signed-in account, checked by ``submitter``)
-    def submit(model_id: str, revision: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+    def submit(model_id: str, revision: str, released: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
         try:
             user = submitter(profile, policy)
-            accepted = validate(model_id, revision, user=user, api=api, store=store, policy=policy)
+            accepted = validate(model_id, revision, user=user, api=api, store=store, policy=policy, released=released)
             job = enqueue(accepted, user=user, store=store, policy=policy)
         except Rejected as err:
             return f"❌ {err}", ""
@@ -188,13 +188,20 @@ def build_app(
             with gr.Row():
                 model_id = gr.Textbox(label="Model id", placeholder="owner/name", elem_id="submit-model")
                 revision = gr.Textbox(label="Revision (optional)", placeholder="main", elem_id="submit-revision")
+                released = gr.Textbox(
+                    value="",
+                    label="Release date (optional, YYYY-MM-DD)",
+                    placeholder="the Hub repo's creation date",
+                    info="'Fresh after release' scores the hidden items accepted after it",
+                    elem_id="submit-released",
+                )
             submit_button = gr.Button("Submit for evaluation", variant="primary", elem_id="submit-button")
             feedback = gr.Markdown(elem_id="submit-feedback")
             job_id = gr.Textbox(label="Job id", elem_id="submit-job")
             status = gr.Markdown(elem_id="submit-status")
             log_button = gr.Button("Show log", size="sm", elem_id="submit-show-log")
             log_text = gr.Textbox(label="Harness log (end)", lines=8, interactive=False, elem_id="submit-log")
-            submit_button.click(submit, [model_id, revision], [feedback, job_id], api_name="submit")
+            submit_button.click(submit, [model_id, revision, released], [feedback, job_id], api_name="submit")
             status_timer = gr.Timer(2)
             gr.on(
                 [job_id.change, status_timer.tick],
