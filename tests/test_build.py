@@ -232,7 +232,12 @@ def test_publish_validates_and_uploads_in_one_commit(demo_tree, tmp_path):
     assert publish(demo_tree, "me/tcmqa", api=api) == "https://hf.co/c/1"
     assert [c[0] for c in api.calls] == ["create_repo", "upload_folder"]
     assert api.calls[1][2]["repo_type"] == "dataset" and api.calls[1][2]["folder_path"] == str(demo_tree)
-    assert api.calls[1][2]["delete_patterns"] == ["corpus/*.parquet", "responses/*.parquet", "subset/*.parquet"]
+    assert api.calls[1][2]["delete_patterns"] == [
+        "corpus/*.parquet",
+        "responses/*.parquet",
+        "subset/*.parquet",
+        "errata/*.parquet",
+    ]
 
 
 def test_publish_keeps_the_spaces_results_and_outputs(demo_tree, tmp_path):

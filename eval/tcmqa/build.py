@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tcmqa.card import render_card
+from tcmqa.errata import read_errata
 from tcmqa.ingest import build_tables
 from tcmqa.outdir import replace_output
 from tcmqa.schema import FEATURES
@@ -41,11 +42,15 @@ def build(
     platform_db: str | None = None,
     include_flagged: bool = False,
     store: str | None = None,
+    errata: str | None = None,
 ) -> dict:
     """Build every config into ``out``; returns the report (also written to ``out/build_report.json``).
 
     ``store``: the fresh pool's store, whose retired items join the corpus with their release and retired dates.
+    ``errata``: a file of errata (JSONL or Parquet, ``tcmqa.errata``) applied to the corpus and published as
+    the ``errata`` config.
     """
+    checked = read_errata(errata) if errata is not None else []
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     retired = []
@@ -53,7 +58,7 @@ def build(
         from tcmqa.store import open_store  # the database driver only when a store is read
 
         retired = open_store(store).retired_fresh_items()
-    tables, report = build_tables(items, platform_db, include_flagged, retired=retired)
+    tables, report = build_tables(items, platform_db, include_flagged, retired=retired, errata=checked)
     for config, rows in tables.items():
         write_config(out, config, rows)
     report_dict = report.to_dict()
@@ -83,17 +88,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the fresh pool's store (a SQLite directory or a database URL): its retired items join the corpus",
     )
     parser.add_argument(
+        "--errata",
+        metavar="PATH",
+        help="adjudicated errata (JSONL or Parquet, tcmqa.errata): applied to the corpus, published as `errata`",
+    )
+    parser.add_argument(
         "--include-flagged", action="store_true", help="keep items a practitioner flagged in the subset config"
     )
 
 
 def main(args: argparse.Namespace) -> int:
-    for path in [*args.items, *([args.platform_db] if args.platform_db else [])]:
+    for path in [
+        *args.items,
+        *([args.platform_db] if args.platform_db else []),
+        *([args.errata] if args.errata else []),
+    ]:
         if not Path(path).is_file():
             raise SystemExit(f"tcmqa build: no such file: {path}")
     replace_output(args.out, REPORT_NAME, (*FEATURES, "README.md", REPORT_NAME), "tcmqa build")
     start = time.perf_counter()
-    report = build(args.items, args.out, args.platform_db, args.include_flagged, args.store)
+    report = build(args.items, args.out, args.platform_db, args.include_flagged, args.store, args.errata)
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items())
     print(f"built {args.out} in {time.perf_counter() - start:.1f}s: {counts}")
     for reason, n in report["dropped_by_reason"].items():

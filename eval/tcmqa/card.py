@@ -16,7 +16,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from tcmqa.schema import DOMAINS, FEATURES, LICENSE, SPLIT
 
 TEMPLATE = Path(__file__).with_name("card_template.md")
-BUILT_CONFIGS = ("corpus", "responses", "subset")  # written by `tcmqa build`, declared when they have rows
+BUILT_CONFIGS = ("corpus", "responses", "subset", "errata")  # written by `tcmqa build`, declared when they have rows
 # appended by the leaderboard's publisher (tcmqa.hub), file by file: always declared
 APPENDED_CONFIGS = ("outputs", "results", "probes")
 CONFIG_ORDER = BUILT_CONFIGS + APPENDED_CONFIGS

@@ -15,9 +15,10 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
+from tcmqa.errata import apply_errata
 from tcmqa.schema import DOMAIN_BY_PLATFORM_NUMBER, DOMAINS, MAX_DOMAINS_PER_RESPONSE, RATERS_PER_ITEM, STUDY
 from tcmqa_metric import LETTERS, normalize_reference
 
@@ -143,6 +144,7 @@ def clean_item(record: dict) -> dict:
         "flagged": False,
         "release_date": None,  # an exam item was never a hidden fresh one
         "retired_date": None,
+        "original_answer": answer,
     }
 
 
@@ -404,11 +406,14 @@ def build_tables(
     include_flagged: bool = False,
     pseudonym_key: str | None = None,
     retired: Iterable[dict] = (),
+    errata: Sequence[dict] = (),
 ) -> tuple[dict[str, list[dict]], BuildReport]:
     """Raw sources -> rows of every data config, and the report of what was dropped.
 
     ``retired``: fresh items made public (``Store.retired_fresh_items``, corpus rows with their
     ``release_date`` and ``retired_date``), added after the exam items; one whose id is taken is dropped.
+    ``errata``: checked errata (``tcmqa.errata.read_errata``), applied to the corpus before the responses
+    are scored against it, and written as the ``errata`` config; an item dropped by one is reported.
     """
     report = BuildReport()
     corpus = filter_items(read_item_records(items, report), report)
@@ -419,8 +424,15 @@ def build_tables(
             continue
         taken.add(row["id"])
         fresh += 1
-        corpus.append({**row, "domains": list(row["domains"]), "flagged": False})
+        corpus.append(
+            {**row, "domains": list(row["domains"]), "flagged": False, "original_answer": list(row["answer"])}
+        )
     tables: dict[str, list[dict]] = {"corpus": corpus}
+    if errata:
+        corpus, dropped = apply_errata(corpus, errata)
+        for erratum in dropped:
+            report.drop("corpus", erratum["item_id"], "erratum", erratum["verdict"])
+        tables = {"corpus": corpus, "errata": list(errata)}
     raters = None
     if platform_db is not None:
         key = pseudonym_key or os.environ.get("TCMQA_PSEUDONYM_KEY") or DEFAULT_PSEUDONYM_KEY

@@ -74,6 +74,22 @@ CORPUS = datasets.Features(
         # null for the exam items
         "release_date": _str,
         "retired_date": _str,
+        # the key as extracted from the exam paper: differs from answer where an erratum corrected it (tcmqa.errata)
+        "original_answer": _letters,
+    }
+)
+
+ERRATA = datasets.Features(
+    {
+        "item_id": _str,
+        "verdict": _str,  # tcmqa.errata.VERDICTS: MMLU-Redux's categories
+        "old_key": _letters,  # the key adjudicated on
+        "new_key": _letters,  # the right letters of a wrong key; [] otherwise
+        "drop": datasets.Value("bool"),  # the item leaves the corpus
+        "reviewers": datasets.List(_str),
+        "decided_date": _str,
+        "corpus_revision": _str,  # the corpus revision the verdict was made on
+        "comment": _str,
     }
 )
 
@@ -512,4 +528,5 @@ FEATURES: dict[str, datasets.Features] = {
     "outputs": OUTPUTS,
     "results": RESULTS,
     "probes": PROBES,
+    "errata": ERRATA,
 }
