@@ -214,7 +214,7 @@ def evaluated(space: Space, tiny_dir: Path, demo_tree: Path, tmp_path_factory) -
         data=str(demo_tree), runs=runs, engine="transformers", dtype="float32", engine_args={"batch_size": 8},
         skip_probes=True, heartbeat_s=0.5, poll_s=0.1, hosted=False,
     )  # fmt: skip
-    assert work(space.store, config, "w", once=True) == 1
+    assert work(space.store, config, "w", once=True) == 1, space.records.lines[-3:]  # a failure is logged
     done = space.store.get(job.id)
     assert done is not None and done.status == FINISHED, done and done.log_tail
     return {"item_id": item_id, "job": job.id, "runs": runs}
