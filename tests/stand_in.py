@@ -9,7 +9,8 @@ same ``--out``. Each start appends ``model pid parent-pid first-step`` to ``$STA
 (a ConnectionError, exit ``EXIT_TRANSIENT``), and so does every start while the file ``$STAND_IN_HUB_DOWN``
 exists (the fake Hub's ``down_flag``: its outage, met by the model download at start). ``$STAND_IN_DUMP``: a
 file each start writes its argv and environment to (JSON). ``$STAND_IN_ENGINE_ARGS``: a file holding the
-results row's engine_args.
+results row's engine_args. Given the hidden pool (``--pool``) it records the pool's size and version in the
+row, as the harness does.
 """
 
 STAND_IN = r"""
@@ -20,6 +21,9 @@ for flag in ("--model", "--revision", "--data", "--out", "--name", "--family"):
     p.add_argument(flag)
 p.add_argument("--resume", action="store_true")
 p.add_argument("--probes", action="store_true")
+for flag in ("--pool", "--released"):
+    p.add_argument(flag)
+p.add_argument("--pool-only", action="store_true")
 a = p.parse_args()
 out = Path(a.out)
 out.mkdir(parents=True, exist_ok=True)
@@ -60,6 +64,9 @@ if os.environ.get("STAND_IN_BAD_ROW"):
     row["full"] = "twenty"
 if os.environ.get("STAND_IN_ENGINE_ARGS"):  # what a tampered harness might record
     row["engine_args"] = Path(os.environ["STAND_IN_ENGINE_ARGS"]).read_text()
+if a.pool:  # the hidden pool the worker handed it: its size and version in the row, as the harness does
+    pool = json.loads(Path(a.pool).read_text())
+    row |= {"n_fresh": len(pool["items"]), "pool_version": pool["version"], "fresh": 0.0, "model_released": a.released}
 (out / "results.json").write_text(json.dumps(row))
 if a.probes:
     print("rotations: 100%|##########| 1/1 [00:00<00:00, 9.00item/s]", flush=True)

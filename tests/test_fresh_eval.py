@@ -238,3 +238,15 @@ def test_fresh_backfills_are_queued_below_submissions_when_the_pool_grows(demo_t
     assert [(j.model, j.kind) for j in claims if j] == [("org/new", "eval"), ("org/stale", BACKFILL),
                                                          ("org/current", BACKFILL)]  # fmt: skip
     assert claims[0] is not None and claims[0].id == submission.id
+
+
+def test_fresh_hidden_pool_reaches_the_stand_in_harness_too(demo_tree, tmp_path, stand_in):
+    """The worker hands any harness command the pool from its store (the stand-in records its size and version)."""
+    store = SQLiteStore(tmp_path / "s")
+    accept(store, pool_items(demo_tree, n=2))
+    job = store.submit("org/m", "1" * 40, PROTOCOL, "u", {"released": "2025-01-02"})
+    cfg = WorkerConfig(data="demo-tree", runs=tmp_path / "runs", command=stand_in, heartbeat_s=0.2, poll_s=0.1)
+    assert work(store, cfg, "w", once=True) == 1
+    assert store.get(job.id).status == FINISHED
+    [row] = store.results()
+    assert (row["n_fresh"], row["pool_version"], row["model_released"]) == (2, store.fresh_pool_version(), "2025-01-02")

@@ -24,12 +24,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tcmqa.schema import CORPUS
-
 HIDDEN_DIR = "hidden"  # a run folder's hidden part: never recorded in the store's parts, never published
 POOL_FILE = "pool.json"
 LOG_FILE = "pool.log"  # what the run printed while it evaluated the pool
-_ITEM_FIELDS = tuple(CORPUS)  # the release date with them
+# what a run reads of a pool item (corpus fields): the prompt, the key, and when it was accepted
+_ITEM_FIELDS = ("id", "question", "options", "answer", "answer_type", "release_date")
 
 
 @dataclasses.dataclass(frozen=True)
