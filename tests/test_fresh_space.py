@@ -321,3 +321,34 @@ def test_fresh_lifecycle_board_console_retire_and_publish(
     row = corpus[item_id]
     assert row["question"] == STEM and row["answer"] == KEY and row["source"] == "fresh"
     assert row["release_date"] and row["retired_date"] and row["release_date"] <= row["retired_date"]
+
+
+def test_fresh_review_rejected_item_comes_back_to_its_writer_once(space: Space) -> None:
+    """Both reviewers reject with comments: the writer loads the item with the comments, revises it once, and it
+    goes back into review (revision 2); nobody else can load it."""
+    stem = "小儿脾常不足，饮食不节易致积滞，下列哪一项最能体现其病机特点（本题为测试而写）"
+    options = ["乳食停滞中焦", "外感风寒束表", "肝阳上亢化风", "心火亢盛扰神", "肾精亏虚失养"]
+    out = space.run(WRITER, "fresh_write", form(stem, options, ["A"], "乳食停滞为积滞之本；余皆与积滞无关。"))
+    item_id = re.search(r"\*\*(fresh-\d+)\*\*", out["fresh-note"]).group(1)
+    for seat in [r for r in space.store.fresh_reviews(item_id=item_id) if r["role"] == "reviewer"]:
+        who = seat["reviewer"]
+        space.run(who, "fresh_open_review", {"fresh-open-id": seat["id"]})
+        blind = {"fresh-review-id": seat["id"], "fresh-review-single": "A", "fresh-review-difficulty": 1}
+        space.run(who, "fresh_answer", blind)
+        judged = space.run(
+            who,
+            "fresh_judge",
+            {"fresh-review-id": seat["id"], "fresh-holds": ["key_correct"], "fresh-problems": ["unclear_options"],
+             "fresh-comment": f"{who}：选项表述不清"},
+        )  # fmt: skip
+    assert "now rejected" in judged["fresh-review-note"]
+    refused = space.run(REVIEWERS[0], "fresh_revise", {"fresh-revise-item": item_id})
+    assert "is not yours" in refused["fresh-comments"] and stem not in json.dumps(refused, ensure_ascii=False)
+    loaded = space.run(WRITER, "fresh_revise", {"fresh-revise-item": item_id})
+    assert value(loaded["fresh-stem"]) == stem and value(loaded["fresh-editing"]) == item_id
+    assert "选项表述不清" in loaded["fresh-comments"] and "Unclear options" in loaded["fresh-comments"]
+    revised = form(stem + "（修订）", options, ["A"], "乳食停滞为积滞之本；余皆与积滞无关。")
+    out = space.run(WRITER, "fresh_write", revised | {"fresh-editing": item_id})
+    assert "is in review" in out["fresh-note"], out
+    item = space.store.fresh_item(item_id)
+    assert item is not None and item.state == "in_review" and item.revision == 2
