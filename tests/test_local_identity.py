@@ -10,13 +10,12 @@ import argparse
 import itertools
 import json
 import threading
-import uuid
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
-import httpx
 import pytest
+from gradio_calls import Page
 from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
 from space_fixtures import as_a_space, hub_models, launch, local_settings
 
@@ -41,48 +40,6 @@ def half_tree(tmp_path_factory) -> Path:
     db = write_platform_db(root / "p.sqlite", items, [r for r in demo_interactions(items) if r[1] in rated])
     build([str(DEMO_ITEMS)], root / "tree", str(db))
     return root / "tree"
-
-
-class Page:
-    """The app as a stranger reaches it: its public config, and any function called by index over HTTP."""
-
-    def __init__(self, url: str):
-        self.url = url
-        self.http = httpx.Client(base_url=url, timeout=60)
-        self.config = self.http.get("config").json()
-        self.components = {c["id"]: c for c in self.config["components"]}
-
-    def call(self, fn_index: int, data: list[Any]) -> dict[str, Any]:
-        """``fn_index`` run with ``data`` through the queue, as the browser's client does: the completion message."""
-        session = uuid.uuid4().hex
-        body = {"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None}
-        joined = self.http.post("gradio_api/queue/join", json=body)
-        if joined.status_code != 200:
-            return {"success": False, "refused_at_join": joined.text}
-        with self.http.stream("GET", "gradio_api/queue/data", params={"session_hash": session}) as stream:
-            for line in stream.iter_lines():
-                if line.startswith("data:"):
-                    message = json.loads(line[5:])
-                    if message.get("msg") == "process_completed":
-                        return message
-        raise AssertionError(f"no completion for fn {fn_index}")
-
-    def fn(self, api_name: str) -> dict[str, Any]:
-        return next(d for d in self.config["dependencies"] if d.get("api_name") == api_name)
-
-    def elem(self, component_id: int) -> str:
-        props = self.components[component_id].get("props", {})
-        return f"{props.get('elem_id') or ''} {props.get('label') or ''}".lower()
-
-    def shown(self, dependency: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-        """What a call's completion put on the page, by elem_id."""
-        outputs = zip(dependency["outputs"], result["output"]["data"], strict=True)
-        return {self.components[c].get("props", {}).get("elem_id"): value for c, value in outputs}
-
-    def by_elem(self, dependency: dict[str, Any], values: dict[str, Any]) -> list[Any]:
-        """The inputs of ``dependency`` in order: ``values`` by elem_id, else the component's own value."""
-        props = [self.components[cid].get("props", {}) for cid in dependency["inputs"]]
-        return [values.get(p.get("elem_id"), p.get("value")) for p in props]
 
 
 def plausible(page: Page, cid: int, item: str, job: str, block: int) -> list[Any]:
