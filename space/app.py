@@ -2,7 +2,7 @@
 :mod:`tcmqa.leaderboard.space`, the start-up (store, worker, publisher) :mod:`tcmqa.leaderboard.hosted`.
 
 Locally (no ``SPACE_ID``) the app starts one worker itself, accepts local model folders and needs no
-sign-in::
+Hugging Face sign-in (it listens on 127.0.0.1 unless ``TCMQA_ADMIN_TOKEN`` is set)::
 
     python space/app.py            # or: tcmqa serve
 """

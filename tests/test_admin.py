@@ -78,24 +78,28 @@ def test_withdraw_removes_the_published_files_in_one_commit_with_the_reason(demo
 
 def test_admin_actions_through_the_app(demo_tree: Path, tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "store")
-    settings = dataclasses.replace(local_settings(store.root, demo_tree), practice_admins=("boss",))
+    token = "operator-token-0123456789abcdef"  # local mode: an admin's key is the operator's token
+    settings = dataclasses.replace(local_settings(store.root, demo_tree), practice_admins=("boss",), admin_token=token)
     demo, url = launch(settings, store, hub_models())
     try:
         client = Client(url, verbose=False)
         job = store.submit("org/good", SHA, PROTOCOL, "u")
         assert (
-            client.predict("mallory", job.id, "mine now", api_name="/admin_cancel") == "❌ Admins only (TCMQA_ADMINS)."
+            client.predict("mallory", "", job.id, "mine now", api_name="/admin_cancel")
+            == "❌ Admins only (TCMQA_ADMINS)."
         )
         assert store.get(job.id).status == PENDING
-        assert client.predict("boss", job.id, "", api_name="/admin_cancel") == "❌ Enter the job id and a reason."
-        done = client.predict("boss", job.id, "duplicate of another model", api_name="/admin_cancel")
+        assert (
+            client.predict("boss", token, job.id, "", api_name="/admin_cancel") == "❌ Enter the job id and a reason."
+        )
+        done = client.predict("boss", token, job.id, "duplicate of another model", api_name="/admin_cancel")
         assert done.startswith("✅ **FAILED**") and store.get(job.id).reason.startswith("cancelled by boss")
-        assert client.predict("boss", job.id, "", api_name="/admin_requeue").startswith("✅ **PENDING**")
-        refused = client.predict("boss", job.id, "why", api_name="/admin_withdraw")
+        assert client.predict("boss", token, job.id, "", api_name="/admin_requeue").startswith("✅ **PENDING**")
+        refused = client.predict("boss", token, job.id, "why", api_name="/admin_withdraw")
         assert refused.startswith("❌") and "not FINISHED" in refused
         evaluated_model(store, demo_tree, tmp_path, model="org/finished")
         [finished] = [j for j in store.jobs() if j.status == FINISHED]
-        withdrawn = client.predict("boss", finished.id, "bad row", api_name="/admin_withdraw")  # local: no Hub
+        withdrawn = client.predict("boss", token, finished.id, "bad row", api_name="/admin_withdraw")  # local: no Hub
         assert withdrawn.startswith("✅ **FAILED**") and store.results() == []
     finally:
         demo.close()

@@ -160,9 +160,12 @@ def practice_page(tmp_path: Path, tree: Path, block: int, **changes: Any) -> Ite
         demo.close()
 
 
-def sign_in(page: Any, name: str, confirm: bool = True) -> None:
+def sign_in(page: Any, name: str, confirm: bool = True, key: str = "") -> None:
+    """``name`` starts; ``key``: what the key field holds (an admin's: the operator's token)."""
     page.get_by_role("tab", name="Practitioners").click()
     page.locator("#practice-name textarea, #practice-name input").first.fill(name)
+    if key:
+        page.locator("#practice-key input").fill(key)
     if confirm:
         page.locator("#practice-licence input").check()
     page.locator("#practice-start").click()
@@ -344,7 +347,12 @@ def test_practitioner_browser_console_exclude_and_reinclude(tmp_path: Path, mult
     from playwright.sync_api import expect
 
     items = {i["id"]: i for i in load_config(str(multi_tree), "corpus").to_list()}
-    with practice_page(tmp_path, multi_tree, block=4, practice_admins=("lead",)) as (store, browser, page):
+    token = "operator-token-0123456789abcdef"  # local mode: the admin's key is the operator's token
+    with practice_page(tmp_path, multi_tree, block=4, practice_admins=("lead",), admin_token=token) as (
+        store,
+        browser,
+        page,
+    ):
         sign_in(page, "mei")
         expect(page.locator("#practice-header")).to_contain_text("item 1 of 4", timeout=30_000)
         item = items[store.practice_block_items(store.practice_assignments("mei")[0]["block"])[0]]
@@ -361,7 +369,7 @@ def test_practitioner_browser_console_exclude_and_reinclude(tmp_path: Path, mult
             re.compile(r"The next block would complete \d+ subset item"), timeout=30_000
         )
         expect(lead.locator("#practice-console")).to_have_count(0)
-        sign_in(lead, "lead", confirm=False)
+        sign_in(lead, "lead", confirm=False, key=token)
         console, note = lead.locator("#practice-console"), lead.locator("#console-note")
         expect(console).to_be_visible(timeout=30_000)
         expect(console).to_contain_text("The study lead's console")

@@ -49,6 +49,7 @@ from space_fixtures import (
 from tcmqa.build import build
 from tcmqa.data import load_config
 from tcmqa.leaderboard.explorer import WITHHELD, open_block_items
+from tcmqa.leaderboard.identity import digest, new_key
 from tcmqa.leaderboard.practice import PracticeLoader, ReviewWaits
 from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import OUTPUTS
@@ -185,6 +186,8 @@ def space(tmp_path_factory, explained_tree: Path) -> Iterator[dict[str, Any]]:
     demo, url = launch(settings, store, hub_models())
     practice = PracticeLoader(str(explained_tree), store, block_size=BLOCK, raters=RATERS)
     block_items = _answer(practice, ANN, 2)
+    key = new_key()  # ann's key, as her first start would have issued it: her calls below are hers
+    assert store.bind_practitioner_key(ANN, digest(key))
     assert _answer(practice, BO) == block_items, "the co-rater joins ann's block (its free slot)"
     assert _answer(practice, CY, 1) == block_items
     corpus = {i["id"]: i for i in load_config(str(explained_tree), "corpus").to_list()}
@@ -199,6 +202,7 @@ def space(tmp_path_factory, explained_tree: Path) -> Iterator[dict[str, Any]]:
             "open": block_items,
             "corpus": corpus,
             "control": control,
+            "key": key,
         }
     finally:
         demo.close()
@@ -236,12 +240,14 @@ def test_open_block_every_endpoint_is_listed(space: dict[str, Any]) -> None:
     assert {"item", "board", "plots", "submit", "job", "queue"} <= names
 
 
-def _sample(parameter: dict, caller: str, item_id: str) -> Any:
-    """An argument for one API parameter: the caller's name, the item, or a neutral value of its type."""
+def _sample(parameter: dict, caller: str, item_id: str, key: str) -> Any:
+    """An argument for one API parameter: the caller's name and key, the item, or a neutral value of its type."""
     name = (parameter.get("parameter_name") or parameter.get("label") or "").lower()
     kind = json.dumps(parameter.get("python_type") or parameter.get("type") or "")
     if "item" in name:
         return item_id
+    if name == "key":
+        return key
     if name in ("name", "account", "who", "user") or "name" in name:
         return caller
     if "bool" in kind:
@@ -266,7 +272,8 @@ def test_open_block_direct_api_calls(space: dict[str, Any]) -> None:
     for endpoint, info in endpoints.items():
         for caller in (ANN, ""):
             for item_id in space["open"]:
-                args = [_sample(p, caller, item_id) for p in info["parameters"]]
+                key = space["key"] if caller == ANN else ""
+                args = [_sample(p, caller, item_id, key) for p in info["parameters"]]
                 try:
                     reply = client.predict(*args, api_name=endpoint)
                 except Exception as err:  # a refusal or a bad sample argument: its message is checked too
@@ -315,6 +322,8 @@ def test_open_block_every_function_in_process(space: dict[str, Any]) -> None:
                     elem = getattr(component, "elem_id", None) or ""
                     if elem == "practice-name":
                         args.append(caller)
+                    elif elem == "practice-key":
+                        args.append(space["key"] if caller == ANN else "")
                     elif elem in ("item-id", "practice-item"):
                         args.append(item_id)
                     else:
@@ -350,6 +359,7 @@ def test_open_block_browser_traffic_of_a_practitioner_using_the_explorer(space: 
         # ann signs in on the Practitioners tab: her block is open, her next item is on screen
         page.get_by_role("tab", name="Practitioners").click()
         page.locator("#practice-name textarea, #practice-name input").first.fill(ANN)
+        page.locator("#practice-key input").fill(space["key"])
         page.locator("#practice-start").click()
         expect(page.locator("#practice-header")).to_contain_text(f"of {BLOCK}", timeout=30_000)
         # and looks each item of her open block up in the Item explorer
@@ -402,7 +412,9 @@ def test_open_block_review_waits_for_every_rater(space: dict[str, Any]) -> None:
     ann and cy finish, bo's screen is the review. (It changes the module's state: it runs before the last.)"""
     client = Client(space["url"], verbose=False)
     marks = ["**Explanation:**", "**Reference:**", "Your accuracy", "org/model", "EXPLAIN"]
-    text = json.dumps(client.predict(BO, False, "", api_name="/practice_start"), ensure_ascii=False)
+    first = client.predict(BO, "", False, "", api_name="/practice_start")
+    key = first[14]  # the key bo's first start here issued (tcmqa.leaderboard.identity): its browser keeps it
+    text = json.dumps(first, ensure_ascii=False)
     assert "opens once all its 3 raters have finished it (1 of 3 so far)" in text
     assert not _leaks(text, marks), _leaks(text, marks)
     practice = space["practice"].get()
@@ -412,7 +424,7 @@ def test_open_block_review_waits_for_every_rater(space: dict[str, Any]) -> None:
             call()
     _answer(space["practice"], ANN)
     _answer(space["practice"], CY)
-    text = json.dumps(client.predict(BO, False, "", api_name="/practice_start"), ensure_ascii=False)
+    text = json.dumps(client.predict(BO, key, False, "", api_name="/practice_start"), ensure_ascii=False)
     assert "Your accuracy" in text and text.count("**Explanation:**") == text.count("**Reference:**") == BLOCK
 
 

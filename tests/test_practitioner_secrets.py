@@ -28,7 +28,7 @@ from tcmqa.store import SQLiteStore
 from tcmqa.store.practice import PracticeStore
 
 SECRET = "password=hunter2 host=db.internal.example"
-ADMIN = "admin"
+ADMIN, TOKEN = "admin", "operator-token-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
@@ -39,21 +39,22 @@ def fresh_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _calls(item: str, domain: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Each Practitioners handler with what a page sends it (the profile last: local mode has none)."""
+def _calls(item: str, domain: str, key: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Each Practitioners handler with what a page sends it: the name and its key first (an admin's: the
+    operator's token), the profile last (local mode has none)."""
     return {
-        "start": [("ann", True, "LIC-1", None), ("ann", False, "", None)],
-        "resume": [("ann", None), (None, None)],
-        "submit": [("ann", item, "A", [], [domain], 3, False, "", None)],
-        "pause": [("ann", item, None)],
-        "heartbeat": [("ann", item, None)],
-        "next_block": [("ann", None)],
-        "console": [(ADMIN, None)],
-        "exclude": [(ADMIN, "ann", "clicking through", None)],
-        "include": [(ADMIN, "ann", "cleared", None)],
-        "release": [(ADMIN, "ann", 0, "away", None)],
-        "reassign": [(ADMIN, "bo", 0, 0, "away", None)],
-        "export": [(ADMIN, None)],
+        "start": [("ann", key, True, "LIC-1", None), ("ann", key, False, "", None)],
+        "resume": [("ann", key, None), (None, None, None)],
+        "submit": [("ann", key, item, "A", [], [domain], 3, False, "", None)],
+        "pause": [("ann", key, item, None)],
+        "heartbeat": [("ann", key, item, None)],
+        "next_block": [("ann", key, None)],
+        "console": [(ADMIN, TOKEN, None)],
+        "exclude": [(ADMIN, TOKEN, "ann", "clicking through", None)],
+        "include": [(ADMIN, TOKEN, "ann", "cleared", None)],
+        "release": [(ADMIN, TOKEN, "ann", 0, "away", None)],
+        "reassign": [(ADMIN, TOKEN, "bo", 0, 0, "away", None)],
+        "export": [(ADMIN, TOKEN, None)],
     }
 
 
@@ -66,17 +67,20 @@ def test_practitioner_errors_hide_secrets_from_visitors(
     failing: str, tmp_path: Path, fresh_tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = SQLiteStore(tmp_path / "store")
-    settings = local_settings(store.root, fresh_tree, practice_block_size=5, practice_admins=(ADMIN,))
+    settings = local_settings(
+        store.root, fresh_tree, practice_block_size=5, practice_admins=(ADMIN,), admin_token=TOKEN
+    )
     demo = build_app(settings, store, hub_models())
     handlers = {
         f.fn.__name__: f.fn
         for f in demo.fns.values()
         if f.fn is not None and "practitioners_tab.<locals>" in f.fn.__qualname__
     }
-    started = handlers["start"]("ann", True, "LIC-1", None)
-    item = next(value for key, value in started.items() if getattr(key, "elem_id", None) == "practice-item")
+    started = handlers["start"]("ann", "", True, "LIC-1", None)
+    shown = {getattr(component, "elem_id", None): value for component, value in started.items()}
+    item, key = shown["practice-item"], shown["practice-key"]  # the key: issued by the name's first start
     assert item, started  # an item is on screen: its clock runs, so submit reaches the store
-    calls = _calls(item, DOMAIN_CHOICES[0][1])
+    calls = _calls(item, DOMAIN_CHOICES[0][1], key)
     assert set(handlers) == set(calls)  # every handler of the tab is called below (a new one must be added)
 
     if failing == "store":

@@ -41,10 +41,25 @@ def half_tree(tmp_path_factory) -> Path:
 def space(tmp_path_factory, half_tree: Path):
     store = SQLiteStore(tmp_path_factory.mktemp("practice-store"))
     evaluated_model(store, half_tree, tmp_path_factory.mktemp("outputs"))
-    settings = local_settings(store.root, half_tree, practice_block_size=5, practice_admins=("admin",))
+    settings = local_settings(
+        store.root, half_tree, practice_block_size=5, practice_admins=("admin",), admin_token=TOKEN
+    )
     demo, url = launch(settings, store, hub_models())
     yield store, url
     demo.close()
+
+
+TOKEN = "operator-token-0123456789abcdef"  # local mode: an admin's key is the operator's token
+KEY = 14  # the practitioner's key among the start's API outputs: issued by the name's first start
+KEYS: dict[str, str] = {}  # the module's practitioners' keys, as their browsers keep them
+
+
+def start(client: Client, name: str, licence: bool = True, number: str = "") -> tuple:
+    """``name`` starts (with the key a first start issued it, kept in KEYS); the screen."""
+    result = client.predict(name, KEYS.get(name, ""), licence, number, api_name="/practice_start")
+    if isinstance(result[KEY], str) and result[KEY]:
+        KEYS[name] = result[KEY]
+    return result
 
 
 FORBIDDEN = ('answer"', "Answer", "accuracy", "correct", "Your accuracy", "explanation")
@@ -73,11 +88,11 @@ def test_practitioner_space_three_raters_majority_and_reference(space, half_tree
     items = {i["id"]: i for i in load_config(str(half_tree), "corpus").to_list()}
     traffic = []
     # refused before confirming a licence
-    refused = clients["ann"].predict("ann", False, "", api_name="/practice_start")
+    refused = start(clients["ann"], "ann", licence=False)
     assert refused[0].startswith("❌ Confirm")
     first_items = {}
     for name in ("ann", "bo", "cy", "dee"):
-        result = clients[name].predict(name, True, f"LIC-{name}", api_name="/practice_start")
+        result = start(clients[name], name, number=f"LIC-{name}")
         traffic.append(result)
         first_items[name] = result[5]
         assert "item 1 of 5" in result[1]
@@ -96,7 +111,7 @@ def test_practitioner_space_three_raters_majority_and_reference(space, half_tree
             multi = items[item_id]["answer_type"] == "multi"
             single, many = (None, answer) if multi else (answer[0], [])
             result = clients[name].predict(
-                name, item_id, single, many, ["materia_medica"], 3, False, "", api_name="/practice_submit"
+                name, KEYS[name], item_id, single, many, ["materia_medica"], 3, False, "", api_name="/practice_submit"
             )
             if step < 4:
                 traffic.append(result)
@@ -112,7 +127,7 @@ def test_practitioner_space_three_raters_majority_and_reference(space, half_tree
     assert [w for t in traffic for w in leaks(t)] == []
     # a replay of a submission records nothing new; the block is finished: ann's review
     again = clients["ann"].predict(
-        "ann", block_items[0], "A", [], ["materia_medica"], 1, False, "", api_name="/practice_submit"
+        "ann", KEYS["ann"], block_items[0], "A", [], ["materia_medica"], 1, False, "", api_name="/practice_submit"
     )
     assert "Your accuracy" in again[-1] and "100.0%" in again[-1]
     assert len(store.practice_responses(block=1)) == 15
@@ -136,9 +151,9 @@ def test_practitioner_space_three_raters_majority_and_reference(space, half_tree
 def test_practitioner_space_admin(space, tmp_path: Path) -> None:
     store, url = space
     client = Client(url, verbose=False)
-    denied = client.predict("ann", api_name="/practice_console")
+    denied = client.predict("ann", KEYS["ann"], api_name="/practice_console")
     assert denied[0] == "❌ admins only"
-    note, people, _flagged, slots, blocks, _decisions = client.predict("admin", api_name="/practice_console")
+    note, people, _flagged, slots, blocks, _decisions = client.predict("admin", TOKEN, api_name="/practice_console")
     assert note == ""
     rows = [dict(zip(blocks["headers"], r, strict=True)) for r in blocks["data"]]
     assert {r["block"] for r in rows} >= {1, 2}
@@ -146,39 +161,39 @@ def test_practitioner_space_admin(space, tmp_path: Path) -> None:
     assert by_account["ann"]["answered"] == 5 and by_account["ann"]["accuracy %"] == 100.0
     assert by_account["cy"]["accuracy %"] == 0.0 and by_account["cy"]["agreement %"] == 0.0
     assert {r[slots["headers"].index("account")] for r in slots["data"]} >= {"ann", "bo", "cy", "dee"}
-    _note, path = client.predict("admin", api_name="/practice_export")
+    _note, path = client.predict("admin", TOKEN, api_name="/practice_export")
     assert path and Path(path).is_file()
     con = sqlite3.connect(path)
     users = [u for (u,) in con.execute("SELECT username FROM user")]
     con.close()
     assert users and all(u[0] in "PS" for u in users)  # pseudonyms: the Space's (P) and the study's (S)
-    assert "reason" in client.predict("admin", "ann", "", api_name="/practice_exclude")[0]
+    assert "reason" in client.predict("admin", TOKEN, "ann", "", api_name="/practice_exclude")[0]
     assert not store.practitioner("ann")["excluded"]
-    message, *_, decisions = client.predict("admin", "cy", "test account", api_name="/practice_exclude")
+    message, *_, decisions = client.predict("admin", TOKEN, "cy", "test account", api_name="/practice_exclude")
     assert message.startswith("Excluded") and store.practitioner("cy")["excluded_reason"] == "test account"
     assert [r[:3] for r in decisions["data"]] == [["cy", "excluded", "test account"]]
-    refused = Client(url, verbose=False).predict("cy", True, "", api_name="/practice_start")
+    refused = start(Client(url, verbose=False), "cy")
     assert "excluded" in refused[0]
-    assert client.predict("cy", "cy", "self-service", api_name="/practice_include")[0] == "❌ admins only"
-    message, *_, decisions = client.predict("admin", "cy", "appeal upheld", api_name="/practice_include")
+    assert client.predict("cy", KEYS["cy"], "cy", "self-service", api_name="/practice_include")[0] == "❌ admins only"
+    message, *_, decisions = client.predict("admin", TOKEN, "cy", "appeal upheld", api_name="/practice_include")
     assert message.startswith("Re-included") and not store.practitioner("cy")["excluded"]
     assert [r[:3] for r in decisions["data"]][-1] == ["cy", "re-included", "appeal upheld"]
-    back = Client(url, verbose=False).predict("cy", True, "", api_name="/practice_start")
+    back = start(Client(url, verbose=False), "cy")
     assert back[0].startswith("Signed in as")
     # slots: a release needs a reason; released, the slot says so
-    assert "reason" in client.predict("admin", "dee", 2, "", api_name="/practice_release")[0]
+    assert "reason" in client.predict("admin", TOKEN, "dee", 2, "", api_name="/practice_release")[0]
     message, _people, _flagged, slots, *_ = client.predict(
-        "admin", "dee", 2, "left the study", api_name="/practice_release"
+        "admin", TOKEN, "dee", 2, "left the study", api_name="/practice_release"
     )
     assert message.startswith("Released **dee**'s slot in block 2")
     states = {(r[0], r[2]): dict(zip(slots["headers"], r, strict=True)) for r in slots["data"]}
     assert states[(2, "dee")]["state"] == "released" and states[(2, "dee")]["reason"] == "left the study"
-    assert client.predict("ann", "dee", 2, "x", api_name="/practice_release")[0] == "❌ admins only"
+    assert client.predict("ann", KEYS["ann"], "dee", 2, "x", api_name="/practice_release")[0] == "❌ admins only"
     # the released slot given to another practitioner (one who never had block 2), with a reason
     slot = states[(2, "dee")]["slot"]
-    assert "reason" in client.predict("admin", "bo", 2, slot, "", api_name="/practice_reassign")[0]
+    assert "reason" in client.predict("admin", TOKEN, "bo", 2, slot, "", api_name="/practice_reassign")[0]
     message, _people, _flagged, slots, *_ = client.predict(
-        "admin", "bo", 2, slot, "covering for dee", api_name="/practice_reassign"
+        "admin", TOKEN, "bo", 2, slot, "covering for dee", api_name="/practice_reassign"
     )
     assert message == f"Slot {slot} of block 2 given to **bo**: covering for dee", message
     holders = [dict(zip(slots["headers"], r, strict=True)) for r in slots["data"]]
@@ -196,8 +211,8 @@ def test_practitioner_space_complete_record_pause_and_restart(tmp_path: Path, ha
     demo, url = launch(settings, store, hub_models())
     try:
         client = Client(url, verbose=False)
-        shown = client.predict("kim", True, "", api_name="/practice_start")
-        item = shown[5]
+        shown = client.predict("kim", "", True, "", api_name="/practice_start")
+        item, key = shown[5], shown[KEY]
         one, many = (None, ["A", "B"]) if "multi-answer" in shown[1] else ("A", [])
         cases = [
             ((None, [], ["materia_medica"], 3), "your **answer**"),
@@ -205,22 +220,28 @@ def test_practitioner_space_complete_record_pause_and_restart(tmp_path: Path, ha
             ((one, many, [], 3), "at least one **domain**"),
         ]
         for (single, multi, domains, level), said in cases:
-            out = client.predict("kim", item, single, multi, domains, level, False, "", api_name="/practice_submit")
+            out = client.predict(
+                "kim", key, item, single, multi, domains, level, False, "", api_name="/practice_submit"
+            )
             assert said in out[ERROR] and out[ERROR].startswith("⚠️"), out[ERROR]
             assert out[5] in (item, {"__type__": "update"})  # the same item stays on screen
         assert store.practice_responses(account="kim") == []
-        paused = client.predict("kim", item, api_name="/practice_pause")
+        paused = client.predict("kim", key, item, api_name="/practice_pause")
         assert "**Paused.**" in json.dumps(paused, ensure_ascii=False)  # (the button's label is no API value)
-        resumed = client.predict("kim", item, api_name="/practice_pause")
+        resumed = client.predict("kim", key, item, api_name="/practice_pause")
         assert "Paused" not in json.dumps(resumed, ensure_ascii=False)
     finally:
         demo.close()
     demo, url = launch(settings, store, hub_models())  # a restart: the item's clock is gone
     try:
         client = Client(url, verbose=False)
-        lost = client.predict("kim", item, one, many, ["materia_medica"], 3, False, "", api_name="/practice_submit")
+        lost = client.predict(
+            "kim", key, item, one, many, ["materia_medica"], 3, False, "", api_name="/practice_submit"
+        )
         assert "timer was lost" in lost[ERROR] and store.practice_responses(account="kim") == []
-        done = client.predict("kim", item, one, many, ["materia_medica"], 3, False, "", api_name="/practice_submit")
+        done = client.predict(
+            "kim", key, item, one, many, ["materia_medica"], 3, False, "", api_name="/practice_submit"
+        )
         assert done[0] == "✅ Recorded." and "item 2 of 5" in done[1]
         (row,) = store.practice_responses(account="kim")
         assert 0 <= row["seconds_paused"] <= row["seconds"] < 60, row
@@ -283,7 +304,7 @@ def test_practitioner_space_data_unreachable_said_inline(tmp_path: Path) -> None
     store = SQLiteStore(tmp_path / "store")
     demo, url = launch(local_settings(store.root, tmp_path / "no-tree"), store, hub_models())
     try:
-        note = Client(url, verbose=False).predict("kim", True, "", api_name="/practice_start")[0]
+        note = Client(url, verbose=False).predict("kim", "", True, "", api_name="/practice_start")[0]
     finally:
         demo.close()
     assert note.startswith("❌ The items could not be loaded from") and "Try again later" in note, note

@@ -96,13 +96,14 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "TCMQA_ADMINS",
         (SPACE,),
-        "comma-separated Hugging Face accounts allowed the admin actions and the study console",
+        "comma-separated accounts allowed the admin actions and the study console: Hugging Face accounts in a "
+        "Space, names in local mode (each entered with `TCMQA_ADMIN_TOKEN` as its key)",
     ),
     Variable(
         "TCMQA_ADMIN_TOKEN",
         (SPACE, SERVE),
         "local mode: the admins' key (at least 16 characters), entered with an admin's name; without it local "
-        "mode has no admin, and `tcmqa serve --host` beyond loopback is refused",
+        "mode has no admin, and `tcmqa serve --host` beyond loopback is refused (see *Local mode's identity*)",
         secret="secret",
     ),
     Variable("TCMQA_PRACTICE", (SPACE,), "`1`: the Practitioners tab", "`1`"),

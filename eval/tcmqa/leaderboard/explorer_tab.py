@@ -3,7 +3,7 @@
 Gradio wiring only: the logic is :class:`tcmqa.leaderboard.explorer.Explorer` (what is withheld for items
 in open practitioner blocks) over :mod:`tcmqa.leaderboard.browse` (the filters and pages).
 :mod:`tcmqa.leaderboard.space` calls :func:`explorer_tab` inside its ``gr.Tab``; every handler goes through
-``visitor_safe``.
+``public``, the guard's public declaration (:meth:`tcmqa.leaderboard.identity.Guard.public`).
 The endpoints, each classified in tests/test_practitioner_open_block.py's ENDPOINTS: ``/browse`` (a page),
 ``/item`` (an item page), and the private ``first_page`` (a filter changed), ``previous_page``,
 ``next_page``, ``open_row`` (a result row clicked) and ``refresh_choices`` (page load: the models with
@@ -67,7 +67,7 @@ def filters(
     )
 
 
-def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, visitor_safe: Callable[[Any], Any]) -> gr.Textbox:
+def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Callable[[Any], Any]) -> gr.Textbox:
     """The tab's components and events (call inside ``gr.Tab("Item explorer")``); returns the item id box,
     which other tabs fill to open an item (then they click ``#item-show``)."""
 
@@ -171,13 +171,13 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, visitor_safe
     controls = [search, domain, answer_type, rated, source, consensus, outcome, model, page]
     listing = [results, summary, page]
     for control in (domain, answer_type, rated, source, consensus, outcome, model):
-        control.input(visitor_safe(first_page), controls, listing, api_name=False)
-    search.submit(visitor_safe(first_page), controls, listing, api_name=False)
-    page.submit(visitor_safe(show_page), controls, listing, api_name="browse")
-    previous_button.click(visitor_safe(previous_page), controls, listing, api_name=False)
-    next_button.click(visitor_safe(next_page), controls, listing, api_name=False)
-    demo.load(visitor_safe(refresh_choices), None, [model, source], api_name=False).then(
-        visitor_safe(first_page), controls, listing, api_name=False
+        control.input(public(first_page), controls, listing, api_name=False)
+    search.submit(public(first_page), controls, listing, api_name=False)
+    page.submit(public(show_page), controls, listing, api_name="browse")
+    previous_button.click(public(previous_page), controls, listing, api_name=False)
+    next_button.click(public(next_page), controls, listing, api_name=False)
+    demo.load(public(refresh_choices), None, [model, source], api_name=False).then(
+        public(first_page), controls, listing, api_name=False
     )
 
     gr.Markdown("### Item")
@@ -203,12 +203,12 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, visitor_safe
     page_outputs = [item_text, item_responses, item_outputs]
     gr.on(
         [item_button.click, item_id.submit, models_page.submit],
-        visitor_safe(show_item),
+        public(show_item),
         [item_id, models_page],
         page_outputs,
         api_name="item",
     )
-    results.select(visitor_safe(open_row), None, [item_id, models_page, *page_outputs], api_name=False).then(
+    results.select(public(open_row), None, [item_id, models_page, *page_outputs], api_name=False).then(
         None, js=SHOW_ITEM_JS
     )
     return item_id

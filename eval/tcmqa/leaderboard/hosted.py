@@ -3,12 +3,14 @@
 
 The web process never imports an engine: it validates and enqueues submissions and reads results
 from the store; workers (``tcmqa worker``) evaluate. Locally (no ``SPACE_ID``) the app starts one
-worker itself, accepts local model folders and needs no sign-in.
+worker itself, accepts local model folders and needs no Hugging Face sign-in (a practitioner's name comes
+with its key, an admin's with the operator's token: :mod:`tcmqa.leaderboard.identity`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shlex
 import threading
 import time
@@ -19,6 +21,7 @@ import gradio as gr
 from tcmqa.flags import redact
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import practice as practice_lib
+from tcmqa.leaderboard.identity import check_bind
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.space import build_app
 from tcmqa.store import Store, open_store, store_url
@@ -94,6 +97,10 @@ def build_hosted(
 
 
 def main() -> None:
-    """Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (a Space sets them)."""
-    demo, _ = build_hosted(Settings.from_env())
+    """Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (a Space sets them); local mode listens
+    beyond loopback only with the operator's token (:func:`tcmqa.leaderboard.identity.check_bind`)."""
+    settings = Settings.from_env()
+    if not settings.hosted:
+        check_bind(os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1", settings.admin_token)
+    demo, _ = build_hosted(settings)
     demo.queue(default_concurrency_limit=8).launch()

@@ -10,11 +10,11 @@ where the page came from:
   by the name's first start and kept by that browser (localStorage); the store keeps its SHA-256 only. An
   admin's key is the operator's ``TCMQA_ADMIN_TOKEN``; without one set, local mode has no admin.
 
-A handler is declared with its access: :meth:`Guard.public` (read-only views, open to anyone),
-:meth:`Guard.practitioner`, :meth:`Guard.starting` or :meth:`Guard.admin`. The last three take the name, the
-key and the profile from the call and hand the function the proven account (None for an anonymous
-caller, whom the function refuses as it always did); a caller who names an account without its key is
-refused with :class:`NotProven` before the function runs.
+A handler is declared with its access: :meth:`Guard.public` (read-only views and the Submit form, open to
+anyone), :meth:`Guard.practitioner` (:meth:`Guard.background` for the heartbeat), :meth:`Guard.starting` or
+:meth:`Guard.admin`. All but the first take the name, the key and the profile from the call and hand the
+function the proven account (None for an anonymous caller, whom the function refuses as it always did); a
+caller who names an account without its key is refused with :class:`NotProven` before the function runs.
 
 Local mode binds the loopback interface; :func:`check_bind` refuses any other host unless the operator
 set ``TCMQA_ADMIN_TOKEN`` (then admin actions, and every practitioner's session, need their secrets).
@@ -33,6 +33,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 import gradio as gr
+
+from tcmqa.leaderboard.visitor import visitor_safe
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 ADMIN_TOKEN_VAR = "TCMQA_ADMIN_TOKEN"
@@ -115,10 +117,8 @@ class Guard:
         admins: tuple[str, ...],
         admin_token: str | None,
         store: KeyStore,
-        safe: Callable[[Handler], Handler],
     ):
-        """``safe``: the wrapper through which a handler's failure reaches the visitor (the app's ``visitor_safe``)."""
-        self.hosted, self.admins, self.store, self.safe = hosted, admins, store, safe
+        self.hosted, self.admins, self.store = hosted, admins, store
         self.admin_token = check_admin_token(admin_token)
 
     # -- the rule -------------------------------------------------------------------------------------------
@@ -176,12 +176,24 @@ class Guard:
 
     # -- the declarations -----------------------------------------------------------------------------------
     def public(self, fn: Handler) -> Handler:
-        """A read-only view anyone may call: nothing of a practitioner's, nothing recorded, no admin action."""
-        return _declared(self.safe(fn), "public")
+        """What anyone may call: a read-only view, or the Submit form (hosted: the form checks the sign-in); nothing
+        of a practitioner's, no answer recorded, no admin action."""
+        return _declared(visitor_safe(fn), "public")
 
     def practitioner(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn(who, *rest)`` called as ``(name, key, *rest, profile)``; ``who`` proven, or None (anonymous)."""
         return self._wrap(fn, "practitioner", lambda name, key, profile: (self.account(name, key, profile),))
+
+    def background(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """As :meth:`practitioner`, for what the page calls by itself (the heartbeat, while a name is being typed):
+        a name without its key is handed None, with no refusal to show."""
+        return self._wrap(fn, "practitioner", self._quietly)
+
+    def _quietly(self, name: str | None, key: str | None, profile: gr.OAuthProfile | None) -> tuple[str | None]:
+        try:
+            return (self.account(name, key, profile),)
+        except NotProven:
+            return (None,)
 
     def starting(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn(who, issued, *rest)``: as :meth:`practitioner`, with the key a new name was just issued (else None)."""
@@ -199,13 +211,13 @@ class Guard:
         taken: int = 1,
     ) -> Callable[..., Any]:
         """``fn`` behind the proof: gradio sees ``(name, key, *rest, profile)`` (the profile injected by its type)."""
-        safe = self.safe(fn)
 
         @functools.wraps(fn)
-        def guarded(name: Any, key: Any, *rest: Any) -> Any:
+        def proven(name: Any, key: Any, *rest: Any) -> Any:
             *rest, profile = rest
-            return safe(*prove(name, key, profile), *rest)
+            return fn(*prove(name, key, profile), *rest)
 
+        guarded = visitor_safe(proven)  # a failure of the proof too reaches the visitor as its kind and an id
         rest = list(inspect.signature(fn).parameters.values())[taken:]
         plain = inspect.Parameter.POSITIONAL_OR_KEYWORD
         guarded.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

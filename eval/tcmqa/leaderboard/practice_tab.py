@@ -13,11 +13,12 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from tcmqa.leaderboard import identity
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.errors import reported
+from tcmqa.leaderboard.fresh_tab import fresh_items_section, pool_console_section
 from tcmqa.leaderboard.practice.text import review_markdown
 from tcmqa.leaderboard.settings import Settings
-from tcmqa.leaderboard.visitor import visitor_safe
 
 PRACTICE_HINT = (
     "Licensed TCM practitioners answer the same items as the models, under the paper's protocol: a fixed "
@@ -30,12 +31,22 @@ DOMAIN_CHOICES = [(f"{zh} ({key})", key) for key, zh in practice_lib.DOMAINS.ite
 LETTERS = list("ABCDE")
 PAUSE_LABEL, RESUME_LABEL = "暫停一下 Pause", "繼續 Resume (paused)"
 PAUSED_TEXT = "**Paused.** The item is hidden and this time is recorded as paused: press **繼續 Resume** to go on."
-# local mode: the browser remembers the name it started with, so a reload resumes the block by itself
-REMEMBER_JS = """(name, licence, number) => {
-  if (name) localStorage.setItem("tcmqa-practitioner", name);
-  return [name, licence, number];
+# local mode: the browser remembers the name and the key of its last successful start, so a reload resumes the
+# block by itself (the key is the session's secret: tcmqa.leaderboard.identity)
+REMEMBER_JS = """(name, key) => {
+  if (name && key) {
+    localStorage.setItem("tcmqa-practitioner", name);
+    localStorage.setItem("tcmqa-practitioner-key", key);
+  }
+  return [name, key];
 }"""
-RECALL_JS = '(name) => localStorage.getItem("tcmqa-practitioner") || ""'
+RECALL_JS = """() => [
+  localStorage.getItem("tcmqa-practitioner") || "", localStorage.getItem("tcmqa-practitioner-key") || ""
+]"""
+KEY_NOTE = (
+    "This browser keeps the key of this name, so a reload resumes your block. To resume on another device, "
+    "enter your name and this key there (keep it private): `{key}`"
+)
 HEARTBEAT_S = 10  # the open item's page says it is still there this often
 # A-E pick an answer, 1-5 a difficulty, Enter submits: never while typing in a text field, never with no item
 # on screen (paused, the block over, another tab shown); Enter submits wherever the focus is (a button, the
@@ -114,10 +125,14 @@ def _console_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns=CONSOLE_HEADERS)
 
 
-def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader, demo: gr.Blocks) -> None:
+def practitioners_tab(
+    settings: Settings, practice: practice_lib.PracticeLoader, demo: gr.Blocks, guard: identity.Guard
+) -> None:
     """The Practitioners tab: sign in, confirm a licence, answer one item per screen (keys A–E, 1–5, Enter),
-    pause, review the finished block; admins get the study lead's console. Every handler is ``visitor_safe``:
-    a failure that is not a refusal reaches the page as its kind and an id, never its text.
+    pause, review the finished block; admins get the study lead's console. Every handler goes through
+    ``guard`` (:mod:`tcmqa.leaderboard.identity`): it is handed the caller's proven account (hosted: the
+    signed-in one; local: a name with its key), and a failure that is not a refusal reaches the page as its
+    kind and an id, never its text.
 
     The clock of the item on screen is the server's (:class:`ItemClocks`, per account), so seconds and
     seconds paused stay right across pause, submit, reload and resume: while the page is open it says so
@@ -127,11 +142,6 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
     refusals = (practice_lib.NotAllowed, practice_lib.DailyCapReached, ValueError)
     clocks = practice_lib.ItemClocks()
     visitor_note: dict[str, str] = {}  # the page-load note for visitors, by the practice version it was made at
-
-    def account(name: str | None, profile: gr.OAuthProfile | None) -> str | None:
-        if settings.hosted:  # the signed-in Hugging Face account, never a name the browser sends
-            return profile.username if profile is not None else None
-        return (name or "").strip() or None
 
     def is_admin(who: str | None) -> bool:
         return bool(who) and who in settings.practice_admins
@@ -207,9 +217,15 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
     def refused(text: str, who: str | None = None) -> dict[Any, Any]:
         return {note: text, **console_view(who)}
 
-    @visitor_safe
-    def start(name: str, licence: bool, number: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
-        who = account(name, profile)
+    @guard.starting
+    def start(who: str | None, issued: str | None, licence: bool, number: str) -> dict[Any, Any]:
+        """Sign in (a new local name is issued its key, shown once and kept by the browser), then the block."""
+        out = started(who, licence, number)
+        if issued is None:
+            return out
+        return {**out, key_box: issued, note: f"{out.get(note, '')}\n\n{KEY_NOTE.format(key=issued)}".strip()}
+
+    def started(who: str | None, licence: bool, number: str) -> dict[Any, Any]:
         if who is None:
             return refused("❌ Sign in first." if settings.hosted else "❌ Enter your name first.")
         try:
@@ -228,10 +244,9 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         except refusals as err:
             return refused(f"❌ {err}", who)
 
-    @visitor_safe
-    def resume(saved_name: str | None, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
-        """On page load: the signed-in (hosted) or remembered (local) account's block, where it was left."""
-        who = account(saved_name, profile)
+    @guard.practitioner
+    def resume(who: str | None) -> dict[Any, Any]:
+        """On page load: the signed-in (hosted) or remembered (local: name and key) account's block, as left."""
         if who is None:  # a visitor: what a new practitioner's block would bring (cached per practice version)
             try:
                 p = practice.get()
@@ -250,9 +265,9 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         except refusals as err:
             return {**out, **refused(f"❌ {err}", who)}
 
-    @visitor_safe
+    @guard.practitioner
     def submit(
-        name: str,
+        who: str | None,
         item: str,
         one: str | None,
         many: list[str] | None,
@@ -260,9 +275,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         level: int | None,
         flag: bool,
         remark: str,
-        profile: gr.OAuthProfile | None,
     ) -> dict[Any, Any]:
-        who = account(name, profile)
         if who is None:
             return refused("❌ Sign in first.")
         if not item:
@@ -302,31 +315,28 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         except refusals as err:
             return refused(f"❌ {err}", who)
 
-    @visitor_safe
-    def pause(name: str, item: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
+    @guard.practitioner
+    def pause(who: str | None, item: str) -> dict[Any, Any]:
         """Pause or resume the item's clock; the controls show the state the server holds."""
-        who = account(name, profile)
         if who is None or not item:
             return {note: gr.update()}
         paused = clocks.toggle(who, item, time.time())
         return paused_view(paused)
 
-    @visitor_safe
-    def heartbeat(name: str, item: str, profile: gr.OAuthProfile | None) -> None:
-        who = account(name, profile)
+    @guard.background
+    def heartbeat(who: str | None, item: str) -> None:
         if who and item:
             clocks.touch(who, item, time.time())
 
-    @visitor_safe
-    def next_block(name: str, profile: gr.OAuthProfile | None) -> dict[Any, Any]:
-        who = account(name, profile)
+    @guard.practitioner
+    def next_block(who: str | None) -> dict[Any, Any]:
         try:
             practice.get().assignment(who, next_block=True)
             return screen(who) if who else refused("❌ Sign in first.")
         except refusals as err:
             return refused(f"❌ {err}", who)
 
-    # the study lead's console (admins): every function checks the account itself (Practice._admin)
+    # the study lead's console: the guard hands each function a proven admin or None, which Practice refuses
     def console_tables(admin: str | None) -> list[pd.DataFrame]:
         """Per practitioner, flagged items with every comment, slots, blocks, decisions (lists as text)."""
         p = practice.get()
@@ -339,10 +349,10 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         ]
         return [_console_frame(f) for f in frames]
 
-    @visitor_safe
-    def console(name: str, profile: gr.OAuthProfile | None) -> list[Any]:
+    @guard.admin
+    def console(admin: str | None) -> list[Any]:
         try:
-            return ["", *console_tables(account(name, profile))]
+            return ["", *console_tables(admin)]
         except refusals as err:
             return [f"❌ {err}", *[pd.DataFrame() for _ in range(5)]]
 
@@ -356,16 +366,16 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
     def refused_console(err: Exception) -> list[Any]:
         return [f"❌ {err}", *[gr.update() for _ in range(5)]]
 
-    @visitor_safe
-    def exclude(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
-        return set_excluded(name, who, why, profile, True)
+    @guard.admin
+    def exclude(admin: str | None, who: str, why: str) -> list[Any]:
+        return set_excluded(admin, who, why, True)
 
-    @visitor_safe
-    def include(name: str, who: str, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
-        return set_excluded(name, who, why, profile, False)
+    @guard.admin
+    def include(admin: str | None, who: str, why: str) -> list[Any]:
+        return set_excluded(admin, who, why, False)
 
-    def set_excluded(name: str, who: str, why: str, profile: gr.OAuthProfile | None, excluded: bool) -> list[Any]:
-        admin, who = account(name, profile), (who or "").strip()
+    def set_excluded(admin: str | None, who: str, why: str, excluded: bool) -> list[Any]:
+        who = (who or "").strip()
         if not who:
             return refused_console(ValueError("enter the practitioner's account"))
         try:
@@ -374,9 +384,9 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             return refused_console(err)
         return decided(admin, f"{'Excluded' if excluded else 'Re-included'} **{who}**: {why.strip()}")
 
-    @visitor_safe
-    def release(name: str, who: str, block: float | None, why: str, profile: gr.OAuthProfile | None) -> list[Any]:
-        admin, who = account(name, profile), (who or "").strip()
+    @guard.admin
+    def release(admin: str | None, who: str, block: float | None, why: str) -> list[Any]:
+        who = (who or "").strip()
         if not who or block is None:
             return refused_console(ValueError("enter the account and the block of the slot to release"))
         try:
@@ -385,11 +395,9 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             return refused_console(err)
         return decided(admin, f"Released **{who}**'s slot in block {int(block)}: {why.strip()}")
 
-    @visitor_safe
-    def reassign(
-        name: str, who: str, block: float | None, slot: float | None, why: str, profile: gr.OAuthProfile | None
-    ) -> list[Any]:
-        admin, who = account(name, profile), (who or "").strip()
+    @guard.admin
+    def reassign(admin: str | None, who: str, block: float | None, slot: float | None, why: str) -> list[Any]:
+        who = (who or "").strip()
         if not who or block is None or slot is None:
             return refused_console(ValueError("enter the block, the slot and the account to give it to"))
         try:
@@ -398,11 +406,11 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
             return refused_console(err)
         return decided(admin, f"Slot {int(slot)} of block {int(block)} given to **{who}**: {why.strip()}")
 
-    @visitor_safe
-    def export(name: str, profile: gr.OAuthProfile | None) -> tuple[str, str | None]:
+    @guard.admin
+    def export(admin: str | None) -> tuple[str, str | None]:
         try:
             folder = tempfile.mkdtemp(prefix="tcmqa-export-")
-            path = practice.get().export_platform_db(account(name, profile), f"{folder}/annotation_platform.sqlite")
+            path = practice.get().export_platform_db(admin, f"{folder}/annotation_platform.sqlite")
             return "Exported in the platform's format (`tcmqa build --platform-db`).", str(path)
         except refusals as err:
             return f"❌ {err}", None
@@ -410,9 +418,13 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
     gr.Markdown(PRACTICE_HINT)
     if settings.hosted:
         gr.LoginButton()
-        name = gr.Textbox(visible=False)
-    else:
+    with gr.Row(visible=not settings.hosted):  # local mode: the name and its key (hosted: the signed-in account)
         name = gr.Textbox(label="Your name (local mode)", elem_id="practice-name")
+        key_box = gr.Textbox(
+            label="Your key (this browser keeps it; an admin enters the operator's token)",
+            type="password",
+            elem_id="practice-key",
+        )
     with gr.Row():
         licence = gr.Checkbox(label="I hold a TCM practitioner licence (asked once)", elem_id="practice-licence")
         number = gr.Textbox(
@@ -449,6 +461,7 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         report = gr.Markdown(elem_id="practice-report")
         next_button = gr.Button("Start another block", elem_id="practice-next")
     heartbeat_timer = gr.Timer(HEARTBEAT_S)
+    fresh_items_section(practice, guard, [name, key_box], demo)  # writing and reviewing fresh items
     with gr.Column(visible=False, elem_id="practice-console") as console_box:
         gr.Markdown(
             "## The study lead's console\nAdmins only (every action is checked against the admin list). "
@@ -476,15 +489,17 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         decisions_table = gr.Dataframe(label="Exclusions and re-inclusions", elem_id="console-decisions", **wide)
         export_button = gr.Button("Export the whole study (platform database)", elem_id="console-export")
         export_file = gr.File(label="annotation_platform.sqlite", height=90, elem_id="console-export-file")
+        pool_console_section(practice, guard, [name, key_box])
     tables = [admin_note, practitioners_table, flagged_table, slots_table, progress_table, decisions_table]
-    refresh_button.click(console, name, tables, api_name="practice_console")
-    exclude_button.click(exclude, [name, excluded, reason], tables, api_name="practice_exclude")
-    include_button.click(include, [name, excluded, reason], tables, api_name="practice_include")
-    release_button.click(release, [name, excluded, slot_block, reason], tables, api_name="practice_release")
+    caller = [name, key_box]  # what the guard proves the account from (and, hosted, the profile gradio injects)
+    refresh_button.click(console, caller, tables, api_name="practice_console")
+    exclude_button.click(exclude, [*caller, excluded, reason], tables, api_name="practice_exclude")
+    include_button.click(include, [*caller, excluded, reason], tables, api_name="practice_include")
+    release_button.click(release, [*caller, excluded, slot_block, reason], tables, api_name="practice_release")
     reassign_button.click(
-        reassign, [name, excluded, slot_block, slot_number, reason], tables, api_name="practice_reassign"
+        reassign, [*caller, excluded, slot_block, slot_number, reason], tables, api_name="practice_reassign"
     )
-    export_button.click(export, name, [admin_note, export_file], api_name="practice_export")
+    export_button.click(export, caller, [admin_note, export_file], api_name="practice_export")
     screen_outputs = [
         note,
         header,
@@ -506,19 +521,25 @@ def practitioners_tab(settings: Settings, practice: practice_lib.PracticeLoader,
         next_button,
         next_info,
         name,
+        key_box,
         console_box,
         report,
     ]
-    start_button.click(start, [name, licence, number], screen_outputs, api_name="practice_start", js=REMEMBER_JS)
-    demo.load(resume, name, screen_outputs, api_name=False, show_progress="hidden", js=RECALL_JS)
+    start_button.click(start, [*caller, licence, number], screen_outputs, api_name="practice_start").success(
+        None, caller, None, js=REMEMBER_JS
+    )
+    # the remembered name and key fill their fields first: every later call of the page (the heartbeat too) sends them
+    demo.load(None, None, caller, js=RECALL_JS).then(
+        resume, caller, screen_outputs, api_name=False, show_progress="hidden"
+    )
     demo.load(None, js=KEYS_JS)
     submit_button.click(
         submit,
-        [name, item_id, single, multi, domains, difficulty, flagged, comment],
+        [*caller, item_id, single, multi, domains, difficulty, flagged, comment],
         screen_outputs,
         api_name="practice_submit",
         concurrency_limit=None,
     )
-    pause_button.click(pause, [name, item_id], screen_outputs, api_name="practice_pause")
-    heartbeat_timer.tick(heartbeat, [name, item_id], None, api_name=False, show_progress="hidden")
-    next_button.click(next_block, name, screen_outputs, api_name="practice_next")
+    pause_button.click(pause, [*caller, item_id], screen_outputs, api_name="practice_pause")
+    heartbeat_timer.tick(heartbeat, [*caller, item_id], None, api_name=False, show_progress="hidden")
+    next_button.click(next_block, caller, screen_outputs, api_name="practice_next")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY
-from tcmqa.leaderboard.identity import ADMIN_TOKEN_VAR, check_admin_token
+from tcmqa.leaderboard.identity import check_admin_token
 from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S
 from tcmqa.leaderboard.validation import Policy
 from tcmqa.prompts import PROTOCOL
@@ -90,7 +90,7 @@ class Settings:
             study=study,
             study_revision=env("TCMQA_STUDY_REVISION") or None,
             practice_abandon_after_s=float(env("TCMQA_ABANDON_AFTER_H", str(ABANDON_AFTER_S / 3600))) * 3600,
-            admin_token=check_admin_token(env(ADMIN_TOKEN_VAR)),
+            admin_token=check_admin_token(env("TCMQA_ADMIN_TOKEN")),
         )
 
     def practice_options(self) -> dict[str, Any]:

@@ -21,18 +21,12 @@ from tcmqa.leaderboard.about import about_markdown
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.explorer import Explorer
 from tcmqa.leaderboard.explorer_tab import explorer_tab
+from tcmqa.leaderboard.identity import Guard
 from tcmqa.leaderboard.practice_tab import practitioners_tab
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
-from tcmqa.leaderboard.visitor import visitor_safe
 from tcmqa.store import Store, open_store
 from tcmqa.store.admin import NotAllowed
-
-
-def admin_account(settings: Settings, name: str, profile: gr.OAuthProfile | None) -> str | None:
-    """The caller's account if it is an admin (``TCMQA_ADMINS``): signed in when hosted, the typed name locally."""
-    account = (profile.username if profile else None) if settings.hosted else (name or "").strip()
-    return account if account and account in settings.practice_admins else None
 
 
 def build_app(
@@ -55,8 +49,12 @@ def build_app(
     threading.Thread(target=model_outputs.record_published, args=(store, settings.data), daemon=True).start()
     # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
     explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
+    # who is calling, for every handler: a public view, a practitioner's session or an admin's action
+    guard = Guard(
+        hosted=settings.hosted, admins=settings.practice_admins, admin_token=settings.admin_token, store=store
+    )
 
-    @visitor_safe
+    @guard.public
     def show_board(
         search: str,
         families: list[str],
@@ -79,10 +77,11 @@ def build_app(
             descending,
         )
 
-    @visitor_safe
+    @guard.public
     def refresh_families(current: list[str]) -> Any:
         return gr.update(choices=board.families(), value=current)
 
+    @guard.public  # anyone may submit (hosted: the signed-in account, checked by ``submitter``)
     def submit(model_id: str, revision: str, released: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
         try:
             user = submitter(profile, policy)
@@ -98,23 +97,22 @@ def build_app(
             job.id,
         )
 
-    @visitor_safe
+    @guard.public
     def show_queue() -> pd.DataFrame:
         return queue.jobs_frame(store)
 
-    @visitor_safe
+    @guard.public
     def show_job(job: str) -> str:
         return queue.job_markdown(store, job)
 
-    @visitor_safe
+    @guard.public
     def show_log(job: str) -> str:
         return queue.job_log(store, job)
 
     def admin_action(action: str) -> Callable[..., str]:
         """An admin button's handler: ``action`` on the job, by an admin, with the reason recorded."""
 
-        def act(name: str, job: str, reason: str, profile: gr.OAuthProfile | None) -> str:
-            admin = admin_account(settings, name, profile)
+        def act(admin: str | None, job: str, reason: str) -> str:
             if admin is None:
                 return "❌ Admins only (TCMQA_ADMINS)."
             try:  # the form of what was typed, before the store (or the Hub, for a withdrawal) is asked
@@ -141,7 +139,7 @@ def build_app(
             return f"✅ {queue.job_markdown(store, done.id if done else job)}"
 
         act.__name__ = f"admin_{action}"
-        return act
+        return guard.admin(act)
 
     with gr.Blocks(title="TCMQA leaderboard") as demo:
         gr.Markdown(
@@ -174,10 +172,10 @@ def build_app(
                 control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
             gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
             timer.tick(refresh_families, families, families, api_name=False, show_progress="hidden")
-        tabs.plots_tab(board, demo, timer, visitor_safe)  # the paper's Figure 2 and the Subset bars
+        tabs.plots_tab(board, demo, timer, guard.public)  # the paper's Figure 2 and the Subset bars
         with gr.Tab("Item explorer"):  # search, filters, pages of items; the item page a row opens
-            item_id = explorer_tab(explorer, board, demo, visitor_safe)
-        tabs.analysis_tabs(settings, store, practice, item_id, demo, visitor_safe)  # Compare and Model
+            item_id = explorer_tab(explorer, board, demo, guard.public)
+        tabs.analysis_tabs(settings, store, practice, item_id, demo, guard.public)  # Compare and Model
         with gr.Tab("Submit"):
             if settings.hosted:
                 gr.LoginButton()
@@ -218,9 +216,9 @@ def build_app(
             queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label="Evaluation requests")
             gr.on([demo.load, timer.tick], show_queue, None, queue_table, api_name="queue", show_progress="hidden")
             with gr.Accordion("Admin actions (accounts in TCMQA_ADMINS)", open=False):
-                admin_name = gr.Textbox(
-                    label="Your account (local mode)", visible=not settings.hosted, elem_id="admin-account"
-                )
+                with gr.Row(visible=not settings.hosted):  # local mode: the account and the operator's token
+                    admin_name = gr.Textbox(label="Your account (local mode)", elem_id="admin-account")
+                    admin_key = gr.Textbox(label="The operator's token", type="password", elem_id="admin-key")
                 with gr.Row():
                     admin_job = gr.Textbox(label="Job id", elem_id="admin-job")
                     admin_reason = gr.Textbox(label="Reason (recorded with your account)", elem_id="admin-reason")
@@ -233,11 +231,14 @@ def build_app(
                 admin_note = gr.Markdown(elem_id="admin-note")
             for action, button in buttons.items():
                 button.click(
-                    admin_action(action), [admin_name, admin_job, admin_reason], admin_note, api_name=f"admin_{action}"
+                    admin_action(action),
+                    [admin_name, admin_key, admin_job, admin_reason],
+                    admin_note,
+                    api_name=f"admin_{action}",
                 )
         if settings.practice:
             with gr.Tab("Practitioners"):
-                practitioners_tab(settings, practice, demo)
+                practitioners_tab(settings, practice, demo, guard)
         with gr.Tab("About"):
             gr.Markdown(about_markdown(policy.protocol))
     return demo

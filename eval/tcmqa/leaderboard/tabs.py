@@ -2,8 +2,9 @@
 calls one function per tab; the logic lives in :mod:`~tcmqa.leaderboard.plots`,
 :mod:`~tcmqa.leaderboard.compare` and :mod:`~tcmqa.leaderboard.model_page`).
 
-Every handler goes through the app's ``safe`` wrapper (:func:`tcmqa.leaderboard.visitor.visitor_safe`: a failure
-reaches the visitor as its kind and an id). What each endpoint returns of an item is listed in
+Every handler goes through the app's ``safe`` wrapper, the guard's public declaration
+(:meth:`tcmqa.leaderboard.identity.Guard.public`: anyone may call it; a failure reaches the visitor as its
+kind and an id). What each endpoint returns of an item is listed in
 tests/test_practitioner_open_block.py (``ENDPOINTS``): ``/plots`` and ``/model_page`` are aggregates;
 ``/compare`` lists items, never one in an open practitioner block; ``model_choices`` the model names;
 ``open_item`` the id of the row a visitor clicked, which the Item explorer then shows by its own rules.

@@ -140,6 +140,7 @@ def corpus_row(item: FreshItem) -> dict[str, Any]:
         "question": c.question,
         "options": dict(c.options),
         "answer": list(c.answer),
+        "original_answer": list(c.answer),  # the key as written (errata apply to it later, as to an exam item's)
         "answer_type": c.answer_type,
         "explanation": c.explanation,
         "source_difficulty": c.difficulty,  # the writer's intended difficulty, 1-5

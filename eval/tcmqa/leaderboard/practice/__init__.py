@@ -35,6 +35,7 @@ The package is split by concern; :class:`Practice` is composed once, here, from 
     tcmqa.leaderboard.practice.scoring     the block report, the responses/subset configs, the human reference
     tcmqa.leaderboard.practice.admin       progress, exclusions, slots, the export in the platform's format
     tcmqa.leaderboard.practice.console     the study lead's tables: practitioners, flagged items, slots
+    tcmqa.leaderboard.practice.pool        the fresh pool's rules over this corpus, the lead's tables of the pool
     tcmqa.leaderboard.practice.text        the Markdown of the Practitioners tab
 """
 
@@ -56,6 +57,7 @@ from tcmqa.leaderboard.practice.assignment import (
 from tcmqa.leaderboard.practice.clock import AWAY_S, ItemClocks
 from tcmqa.leaderboard.practice.console import PracticeConsole
 from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S, NotAllowed, ReviewWaits, open_block_items
+from tcmqa.leaderboard.practice.pool import PracticePool
 from tcmqa.leaderboard.practice.text import item_markdown, report_markdown
 from tcmqa.schema import DOMAINS
 from tcmqa.store import DailyCapReached, Store
@@ -81,7 +83,7 @@ __all__ = [
 ]
 
 
-class Practice(PracticeAssignment, PracticeConsole):
+class Practice(PracticeAssignment, PracticeConsole, PracticePool):
     """Practitioner mode over one store and one corpus.
 
     ``items``: corpus rows; ``imported``: the imported study's response rows (rows whose ``source`` is
