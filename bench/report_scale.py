@@ -1,12 +1,13 @@
 """Bench: ``tcmqa report`` at scale: M = 100, 300 and 1,000 SIMULATED models x 38,279 items.
 
-    .venv/bin/python bench/report_scale.py [--models 100 300 1000] [--root DIR] [--n-boot 1000]
+    .venv/bin/python bench/report_scale.py [--models 100 300 1000] [--root DIR] [--n-boot 1000] [--audit-models K]
 
 One SIMULATED study of max(M) models is written once (``tcmqa simulate``'s own code, the paper's 29
 reported rows cycled with jittered targets; cached under ``--root``); the report over its first M runs
 is then made for each M in a fresh child process (so each peak RSS is that report's alone), timing
-each stage: load (``load_study``: the outputs queried where they lie), tables, figures (their data,
-drawing and PNG) and write (CSV, JSON, report.md). Prints one row per M: rows/s (output rows per
+each stage: load (``load_study``: the outputs queried where they lie), the key audit (``tcmqa.suspects.audit``
+over at most ``--audit-models`` models, default its own bound), tables, figures (their data, drawing and
+PNG) and write (CSV, JSON, report.md). Prints one row per M: rows/s (output rows per
 second of the whole report), the process's CPU seconds (all threads), its peak RSS, and the 1-minute
 load average at the end (on a shared machine wall time grows with it); then the CPU. Targets at
 M = 1,000 on 2 cores: under 2 minutes and 4 GB.
@@ -25,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from tcmqa.suspects import AUDIT_MODELS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -59,16 +62,20 @@ def study_runs(root: Path, m: int) -> tuple[Path, list[Path]]:
     return study / "data", [study / "runs" / _slug(name) for name in models[:m]]
 
 
-def measure(root: Path, m: int, n_boot: int) -> dict:
+def measure(root: Path, m: int, n_boot: int, audit_models: int) -> dict:
     """One report over ``m`` runs, in this process: seconds per stage and the peak RSS (GB)."""
     from tcmqa.report import is_simulated, write_report
     from tcmqa.study import load_study
+    from tcmqa.suspects import audit
 
     data, runs = study_runs(root, m)
     start = time.perf_counter()
     study = load_study(data, runs)
     timings = {"load": time.perf_counter() - start}
-    write_report(study, root / f"report-{m}", n_boot, simulated=is_simulated(data, runs[:1]), timings=timings)
+    suspects = audit(study, data, max_models=audit_models)
+    timings["audit"] = time.perf_counter() - start - timings["load"]
+    simulated = is_simulated(data, runs[:1])
+    write_report(study, root / f"report-{m}", n_boot, simulated=simulated, timings=timings, suspects=suspects)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "models": m,
@@ -92,22 +99,24 @@ def main() -> None:
     parser.add_argument("--models", type=int, nargs="+", default=[100, 300, 1000])
     parser.add_argument("--root", type=Path, default=REPO / ".cache" / "bench" / "report-scale")
     parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--audit-models", type=int, default=AUDIT_MODELS, help="the key audit's bound on models")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the child: one report, JSON on stdout
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.root, args.one, args.n_boot)))
+        print(json.dumps(measure(args.root, args.one, args.n_boot, args.audit_models)))
         return
     study_runs(args.root, max(args.models))  # simulate once, before any timing
     print(f"CPU: {cpu()}")
-    print(f"{'models':>6} {'rows':>11} {'load s':>7} {'tables s':>8} {'figures s':>9} {'write s':>7} "
+    print(f"{'models':>6} {'rows':>11} {'load s':>7} {'audit s':>7} {'tables s':>8} {'figures s':>9} {'write s':>7} "
           f"{'total s':>7} {'rows/s':>9} {'CPU s':>6} {'peak GB':>7} {'loadavg':>7}")  # fmt: skip
     for m in args.models:
-        child = [sys.executable, __file__, "--one", str(m), "--root", str(args.root), "--n-boot", str(args.n_boot)]
+        child = [sys.executable, __file__, "--one", str(m), "--root", str(args.root), "--n-boot", str(args.n_boot),
+                 "--audit-models", str(args.audit_models)]  # fmt: skip
         r = json.loads(subprocess.run(child, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
         print(
-            f"{r['models']:>6} {r['rows']:>11,} {r['load']:>7.1f} {r['tables']:>8.1f} {r['figures']:>9.1f} "
-            f"{r['write']:>7.1f} {r['total']:>7.1f} {r['rows'] / r['total']:>9,.0f} {r['cpu']:>6.0f} "
-            f"{r['peak_gb']:>7.2f} {r['loadavg']:>7.1f}"
+            f"{r['models']:>6} {r['rows']:>11,} {r['load']:>7.1f} {r['audit']:>7.1f} {r['tables']:>8.1f} "
+            f"{r['figures']:>9.1f} {r['write']:>7.1f} {r['total']:>7.1f} {r['rows'] / r['total']:>9,.0f} "
+            f"{r['cpu']:>6.0f} {r['peak_gb']:>7.2f} {r['loadavg']:>7.1f}"
         )
 
 

@@ -12,7 +12,7 @@ import pytest
 from tcmqa import report
 from tcmqa.simulate import SimulationConfig, simulate
 from tcmqa.study import load_study
-from tcmqa.suspects import FLAG_NATS, audit
+from tcmqa.suspects import FLAG_NATS, audit, audit_models
 
 PLANTED = {"n_items": 4000, "n_raters": 60, "n_responses": 9000, "swapped_keys": 0.03, "hard_items": 0.01, "seed": 7}
 
@@ -61,7 +61,7 @@ def test_suspect_keys_count_practitioners_flags(audited):
 
 
 def test_suspect_keys_file_from_tcmqa_report(audited, tmp_path):
-    out, _, ranked = audited
+    out, study, ranked = audited
     parser = argparse.ArgumentParser()
     report.add_arguments(parser)
     args = ["--data", str(out / "data"), "--outputs", str(out / "runs"), "--out", str(tmp_path), "--n-boot", "20"]
@@ -72,3 +72,26 @@ def test_suspect_keys_file_from_tcmqa_report(audited, tmp_path):
     np.testing.assert_allclose(written["score"], ranked["score"])
     text = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "## Suspect keys" in text and ranked["reason"].iloc[0] in text
+    assert f"over the answers of {len(study.models)} of the {len(study.models)} models" in text
+
+
+def test_suspect_keys_audit_at_most_the_bound_of_models(audited):
+    out, study, ranked = audited
+    bound = 10
+    assert len(study.models) > bound
+    bounded = audit(study, out / "data", max_models=bound)
+    assert bounded.attrs == {"models_audited": bound, "models": len(study.models)}
+    bounded = bounded.join(ranked.set_index("item_id")[["swapped"]], on="item_id")
+    assert bounded["models_answered"].max() == bound  # the votes are the bound's models' only
+    # the bound keeps the models with the most items answered, then the highest Full
+    full = study.correct.sum(axis=0)
+    assert set(audit_models(study, bound)) == set(np.argsort(-full, kind="stable")[:bound])
+    partial = study.with_models(np.arange(len(study.models)))
+    partial.covered[: len(study.item_ids) // 2, np.argmax(full)] = False
+    assert np.argmax(full) not in audit_models(partial, bound)
+    # and still finds the swapped keys
+    swapped = bounded["swapped"].to_numpy()
+    assert swapped[: swapped.sum()].mean() >= 0.8
+    assert swapped[bounded["rank"].to_numpy() <= 0.05 * len(bounded)].sum() / swapped.sum() >= 0.8
+    with pytest.raises(ValueError, match="at least one model"):
+        audit(study, out / "data", max_models=0)

@@ -450,7 +450,9 @@ def write_report(
             "## Suspect keys",
             "",
             f"Every item ranked by the evidence that its key is wrong ([{SUSPECTS_FILE}]({SUSPECTS_FILE}); "
-            f"`tcmqa.suspects`); the first {SUSPECTS_SHOWN}:",
+            f"`tcmqa.suspects`, over the answers of {suspects.attrs.get('models_audited', len(study.models))} of the "
+            f"{len(study.models)} models, those with the most items answered, and every practitioner); "
+            f"the first {SUSPECTS_SHOWN}:",
             "",
             markdown_table(suspects.head(SUSPECTS_SHOWN)[["rank", "item_id", "score", "key", "alternative", "reason"]]),
             "",

@@ -28,7 +28,7 @@ import json
 import warnings
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +60,8 @@ _CORPUS_COLUMNS = [
 # what data_fingerprint hashes, per item
 _FINGERPRINT_COLUMNS = ["id", "question", "options", "answer", "answer_type"]
 EXCLUDED_COLUMNS = ["model", "run", "data", "data_fingerprint", "reason"]
+# the matrices with one column per model (Study.with_models cuts them together)
+_PER_MODEL = ("covered", "correct", "lp_correct", "margin", "precision", "recall", "f1", "pred_size")
 
 
 @dataclass
@@ -84,6 +86,11 @@ class Study:
     subset_rows: np.ndarray  # row of each subset item in the matrices (-1: not scored)
     data_fingerprint: str = ""  # of the scored items (tcmqa.runs.data_fingerprint)
     excluded: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=EXCLUDED_COLUMNS))  # other data
+
+    def with_models(self, columns: np.ndarray) -> Study:
+        """This study over the models at ``columns`` (in that order) only: a key audit bounded in models."""
+        cut = {name: getattr(self, name)[:, columns] for name in _PER_MODEL}
+        return replace(self, models=self.models.iloc[columns].reset_index(drop=True), **cut)
 
     @property
     def model_names(self) -> list[str]:

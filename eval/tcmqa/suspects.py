@@ -27,10 +27,16 @@ agree on another answer. The evidence, each part with its number (in nats, summe
   (the harness skips it), so it is ranked on the practitioners' evidence alone.
 
 The list is ranked by the score, each row with its reason (the parts that raised it, largest first).
+
+The fit and the votes use at most :data:`AUDIT_MODELS` models (those with the most items answered,
+then the highest Full) and every practitioner: the fit's time grows with the respondents, and a
+board of a thousand models would take the report minutes for little more evidence. The list's
+``attrs["models_audited"]`` and ``attrs["models"]`` say how many were used, of how many.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +46,16 @@ from tcmqa.answers import NOT_ANSWERED, Answers, letters, load_answers
 from tcmqa.irt import Fit, Outcomes, fit_2pl, outcomes
 from tcmqa.study import Study
 
+log = logging.getLogger(__name__)
+
 FLAG_NATS = 2.0  # what one flag or comment adds: about one able practitioner's vote against the key
 DELTA_SD = 3.0  # prior sd of an item's shift in log-odds for a group (see the module docstring)
 _N_MASKS = 32
+# Models the audit fits and counts votes over. The 2PL fit costs time in proportion to the answered
+# cells (25 s at 29 models and 101 practitioners, about 15 min at 1,000 models, docs/benchmarks.md),
+# while a hundred able models already agree on an item's answer as clearly as a thousand do, and the
+# practitioners' evidence does not depend on the board's size.
+AUDIT_MODELS = 100
 
 
 def expected_logits(outcome: Outcomes, fit: Fit, multi: np.ndarray) -> dict[bool, np.ndarray]:
@@ -189,16 +202,35 @@ def suspect_items(
     return frame
 
 
-def audit(study: Study, data: str | Path, comments: pd.Series | None = None) -> pd.DataFrame:
+def audit_models(study: Study, bound: int = AUDIT_MODELS) -> np.ndarray:
+    """The columns (in the study's order) of the at most ``bound`` models the audit uses: the most
+    items answered first (a comparable run covers every scored item), then the highest Full, then the
+    study's order."""
+    if bound < 1:
+        raise ValueError(f"the audit needs at least one model to bound it by, not {bound}")
+    order = np.lexsort((np.arange(len(study.models)), -study.correct.sum(axis=0), -study.covered.sum(axis=0)))
+    return np.sort(order[:bound])
+
+
+def audit(
+    study: Study, data: str | Path, comments: pd.Series | None = None, *, max_models: int = AUDIT_MODELS
+) -> pd.DataFrame:
     """The ranked suspect list of ``study`` (loaded from ``data``): its answers read, the one scale
-    fitted, every item's evidence (:func:`suspect_items`)."""
+    fitted over at most ``max_models`` models (:func:`audit_models`) and every practitioner, every
+    item's evidence (:func:`suspect_items`)."""
+    n_models, columns = len(study.models), audit_models(study, max_models)
+    if len(columns) < n_models:
+        study = study.with_models(columns)
+        log.info("key audit over %d of %d models (most items answered, then highest Full)", len(columns), n_models)
     outcome = outcomes(study)
     if not outcome.y.shape[1]:
         raise ValueError("no model and no practitioner answered a scored item: there is no evidence on any key")
     answers = load_answers(study, data)
     fit = fit_2pl(outcome.y)
     multi = study.corpus.set_index("id")["answer_type"].reindex(answers.item_ids).eq("multi").to_numpy()
-    return suspect_items(answers, outcome, fit, multi, comments)
+    ranked = suspect_items(answers, outcome, fit, multi, comments)
+    ranked.attrs.update(models_audited=len(study.models), models=n_models)
+    return ranked
 
 
 def _reason(row) -> str:
