@@ -97,3 +97,15 @@ def test_fresh_gap_board_marks_a_memoriser_and_not_a_clean_model_once_the_pool_i
     human = human[human["Comparison"] == board_lib.COMPARABLE].iloc[0]
     assert human["Fresh"] == pytest.approx(100 * human_fresh.mean(), abs=0.01)
     assert human["Subset"] == pytest.approx(100 * human_public.mean(), abs=0.01)
+
+
+def test_fresh_reference_on_the_board_is_of_the_studys_raters(tmp_path):
+    """The board's practitioners' fresh reference is the majority of the Space's N blind answers (TCMQA_RATERS),
+    as the worker's: one right answer of three is right for N = 1 and wrong for N = 3."""
+    store = SQLiteStore(tmp_path / "s")
+    accept(store, written(1), right={0: [True, False, False]})
+    for raters, right in ((1, True), (3, False)):
+        assert board_lib.PoolFacts.of(store, raters).human == (right,)
+        board = Board(store, raters=raters)
+        board.frame()
+        assert board._pool.human == (right,)  # what the board's fresh columns are read against

@@ -237,7 +237,9 @@ def test_the_board_shows_intervals_separation_marks_and_chosen_probe_columns(tmp
             page.get_by_label("reported", exact=True).uncheck()
             expect(table.get_by_text("Qwen2.5-14B-Inst.")).to_have_count(0, timeout=15_000)
             columns = page.locator("#board-columns")
-            for label in ("Origin", "Params (B)", "Single", "Multi", "Δ human", "LP Full", "Multi F1"):
+            hidden = ["Origin", "Params (B)", "Single", "Multi", "Δ human", "LP Full", "Multi F1"]
+            hidden += ["Fresh", "Fresh 95% CI", "Public − Fresh", "Gap vs human", "Gap 95% CI"]  # no pool here
+            for label in hidden:
                 columns.get_by_label(label, exact=True).uncheck()
             for label in (SUBSET_CI, "Circular", "Circ. drop", "Order 1st", "Order p"):
                 columns.get_by_label(label, exact=True).check()

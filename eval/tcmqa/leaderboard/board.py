@@ -62,7 +62,7 @@ from tcmqa.leaderboard import outcomes, uncertainty
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
 from tcmqa.runs import data_fingerprint
-from tcmqa.schema import RESULT_COLUMNS
+from tcmqa.schema import RATERS_PER_ITEM, RESULT_COLUMNS
 from tcmqa.store import Store
 
 HUMAN_SUBSET = PAPER_HUMAN_REFERENCE  # the practitioners' majority vote on the subset (paper, Table 4)
@@ -208,10 +208,12 @@ class PoolFacts:
         return self.size >= MIN_POOL
 
     @classmethod
-    def of(cls, store: Any) -> PoolFacts:
-        """The store's accepted pool now."""
+    def of(cls, store: Any, raters: int) -> PoolFacts:
+        """The store's accepted pool now, its reference the majority of the study's N (``raters``) blind answers."""
         return cls(
-            store.fresh_pool_version(), len(store.accepted_fresh_items()), tuple(store.fresh_reference().values())
+            store.fresh_pool_version(),
+            len(store.accepted_fresh_items()),
+            tuple(store.fresh_reference(raters).values()),
         )
 
 
@@ -515,7 +517,12 @@ class Board:
     """
 
     def __init__(
-        self, store: Store, data_fingerprint: str | None = None, protocol: str = PROTOCOL, practice: Any = None
+        self,
+        store: Store,
+        data_fingerprint: str | None = None,
+        protocol: str = PROTOCOL,
+        practice: Any = None,
+        raters: int = RATERS_PER_ITEM,
     ):
         self.store = store
         self.data_fingerprint = data_fingerprint
@@ -530,6 +537,7 @@ class Board:
         # p-values of the pairs tested (their runs unchanged)
         self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] = {}
         self._pool = PoolFacts()  # the hidden pool the fresh columns are shown against
+        self.raters = raters  # the study's N: the practitioners' reference on fresh items is their majority
 
     def _rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference
@@ -558,7 +566,7 @@ class Board:
                     self._marks = {pair: m for pair, m in self._marks.items() if not {pair[0][0], pair[1][0]} & changed}
                 self._results = self.store.results()
                 if pool_version != self._pool.version:
-                    self._pool = PoolFacts.of(self.store)
+                    self._pool = PoolFacts.of(self.store, self.raters)
                 correctness = outcomes.ByKey(self.reference.outcomes)
                 rows = self._rows(self._results)
                 self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool)

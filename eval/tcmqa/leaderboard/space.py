@@ -43,7 +43,10 @@ def build_app(
     # the study read from its pinned source, the Space's pseudonym key, N raters, admins (Settings owns them)
     practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
     board = board_lib.Board(
-        store, data_fingerprint=served_fingerprint(settings.data), practice=practice if settings.practice else None
+        store,
+        data_fingerprint=served_fingerprint(settings.data),
+        practice=practice if settings.practice else None,
+        raters=settings.practice_raters,
     )
     # the published runs' outcomes, aggregated once into the store: the board counts imported rows on the current subset
     threading.Thread(target=model_outputs.record_published, args=(store, settings.data), daemon=True).start()
