@@ -2,7 +2,7 @@
 
 Usage::
 
-    tcmqa report --data DIR_OR_HUB_ID [--outputs RUN_OR_RUNS_DIR ...] --out REPORT_DIR
+    tcmqa report --data DIR_OR_HUB_ID [--outputs RUN_OR_RUNS_DIR ...] [--errata FILE] --out REPORT_DIR
 
 ``--data`` is a tree written by ``tcmqa build`` (or ``tcmqa simulate``'s ``data/``) or a Hub id;
 each ``--outputs`` is a run folder written by ``tcmqa eval`` (``outputs/part-*.parquet`` and
@@ -21,6 +21,17 @@ runs on the same data. Writes::
                                     reason (``tcmqa.suspects``: columns rank, item_id, score, key,
                                     alternative, the evidence's numbers, reason); report.md lists the
                                     first :data:`SUSPECTS_SHOWN`
+    REPORT_DIR/tables/errata_rescore.csv  with ``--errata`` (a JSONL or Parquet file of errata, or the
+                                    ``errata`` config folder of a tree rebuilt with them): every model
+                                    and practitioner rescored from its stored answers under the errata
+                                    (``tcmqa.rescore``): columns kind, name, key_revision_before/_after
+                                    (data fingerprints of the keys scored on), n_/accuracy_before and
+                                    _after, rank_before/_after and rank_change (models; positive: up),
+                                    delta_human_before/_after (models, with a subset)
+    REPORT_DIR/tables/errata_summary.csv  Kendall's tau of the models' ranking before and after (and
+                                    its p-value) and the errata's error rate (items not found
+                                    key_correct / items reviewed, percent) with its exact 95% interval;
+                                    report.md's section "Rescored under the errata" shows both
 
 Only runs computed on this data are compared: a run whose ``results.json`` records another data
 fingerprint (or, recording none, with no output on a scored item here) is named in a warning and in
@@ -81,9 +92,11 @@ import pyarrow.parquet as pq
 
 from tcmqa import tables
 from tcmqa.data import load_config
+from tcmqa.errata import read_errata
 from tcmqa.figures import FIGURES
 from tcmqa.outdir import replace_output
 from tcmqa.outputs import RESULTS_FILE
+from tcmqa.rescore import RESCORE_FILE, SUMMARY_FILE, Rescored, rescore
 from tcmqa.simulate import SIMULATED
 from tcmqa.study import Study, load_study, run_dirs
 from tcmqa.suspects import audit
@@ -314,6 +327,7 @@ def write_report(
     simulated: bool = False,
     timings: dict[str, float] | None = None,
     suspects: pd.DataFrame | None = None,
+    rescored: Rescored | None = None,
 ) -> Path:
     """Write report.md, tables/*.csv and figures/*.png + *.json under ``out``; returns report.md.
 
@@ -323,6 +337,9 @@ def write_report(
 
     ``suspects``: the ranked suspect list (``tcmqa.suspects.audit``), written to :data:`SUSPECTS_FILE`
     and its head shown in report.md; None: neither.
+
+    ``rescored``: every row rescored under the errata (``tcmqa.rescore.rescore``), written to
+    ``tables/errata_rescore.csv`` and ``tables/errata_summary.csv`` and shown in report.md; None: neither.
 
     ``simulated``: the study was written by ``tcmqa simulate`` (:func:`is_simulated` of its inputs);
     the report's title, a banner and every figure's title then say SIMULATED.
@@ -457,10 +474,32 @@ def write_report(
             markdown_table(suspects.head(SUSPECTS_SHOWN)[["rank", "item_id", "score", "key", "alternative", "reason"]]),
             "",
         ]
+    if rescored is not None:
+        md += _rescored_section(rescored, out)
     path = out / "report.md"
     path.write_text("\n".join(md), encoding="utf-8")
     clock.stage("write")
     return path
+
+
+def _rescored_section(rescored: Rescored, out: Path) -> list[str]:
+    """Write the rescoring's tables; its report.md section."""
+    rescored.rows.to_csv(out / "tables" / f"{RESCORE_FILE}.csv", index=False)
+    rescored.summary().to_csv(out / "tables" / f"{SUMMARY_FILE}.csv", index=False)
+    shown = rescored.rows.drop(columns=["key_revision_before", "key_revision_after"])
+    revisions = rescored.rows[["key_revision_before", "key_revision_after"]].iloc[0] if len(shown) else None
+    return [
+        "## Rescored under the errata",
+        "",
+        f"Every row rescored from its stored answers ([tables/{RESCORE_FILE}.csv](tables/{RESCORE_FILE}.csv))"
+        + (f": keys `{revisions.iloc[0]}` before, `{revisions.iloc[1]}` after" if revisions is not None else "")
+        + f". Kendall's tau of the ranking before and after: {rescored.tau:.3f} (p = {rescored.tau_p:.3g}). "
+        f"Error rate the errata found: {rescored.n_errors} of {rescored.n_reviewed} items reviewed, "
+        f"{rescored.error_rate:.1f}% (95% interval {rescored.error_low:.1f}-{rescored.error_high:.1f}%).",
+        "",
+        markdown_table(shown, 2),
+        "",
+    ]
 
 
 class _Clock:
@@ -489,6 +528,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", required=True, metavar="REPORT_DIR", help="a new or empty folder; an earlier report there is replaced"
     )
+    parser.add_argument(
+        "--errata",
+        metavar="FILE",
+        help="errata (JSONL or Parquet, or a rebuilt tree's errata/ folder): rescore every row under them",
+    )
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the intervals")
 
 
@@ -504,8 +548,11 @@ def main(args: argparse.Namespace) -> int:
         warnings.warn(f"no suspect keys written: {err}", stacklevel=1)
     timings["suspects"] = time.perf_counter() - start - timings["load"]
     try:
+        rescored = rescore(study, args.data, read_errata(args.errata)) if args.errata else None
         out = replace_output(args.out, "report.md", ("report.md", "tables", "figures", SUSPECTS_FILE), "tcmqa report")
-        path = write_report(study, out, args.n_boot, simulated=simulated, timings=timings, suspects=suspects)
+        path = write_report(
+            study, out, args.n_boot, simulated=simulated, timings=timings, suspects=suspects, rescored=rescored
+        )
     except ValueError as err:
         raise SystemExit(f"tcmqa report: {err}") from err
     left_out = f"; left out {len(study.excluded)} runs on other data" if len(study.excluded) else ""
