@@ -486,8 +486,13 @@ def _rescored_section(rescored: Rescored, out: Path) -> list[str]:
     """Write the rescoring's tables; its report.md section."""
     rescored.rows.to_csv(out / "tables" / f"{RESCORE_FILE}.csv", index=False)
     rescored.summary().to_csv(out / "tables" / f"{SUMMARY_FILE}.csv", index=False)
-    shown = rescored.rows.drop(columns=["key_revision_before", "key_revision_after"])
-    revisions = rescored.rows[["key_revision_before", "key_revision_after"]].iloc[0] if len(shown) else None
+    revisions = rescored.rows[["key_revision_before", "key_revision_after"]].iloc[0] if len(rescored.rows) else None
+    tables_md = []
+    for kind, rows in rescored.rows.groupby("kind", sort=False):  # models (ranked), then practitioners
+        shown = rows.drop(columns=["kind", "key_revision_before", "key_revision_after"]).dropna(axis=1, how="all")
+        ranks = [c for c in shown.columns if c.startswith("rank_")]
+        shown = shown.astype(dict.fromkeys(ranks, int)).rename(columns={"name": str(kind)})
+        tables_md += [markdown_table(shown, 2), ""]
     return [
         "## Rescored under the errata",
         "",
@@ -497,8 +502,7 @@ def _rescored_section(rescored: Rescored, out: Path) -> list[str]:
         f"Error rate the errata found: {rescored.n_errors} of {rescored.n_reviewed} items reviewed, "
         f"{rescored.error_rate:.1f}% (95% interval {rescored.error_low:.1f}-{rescored.error_high:.1f}%).",
         "",
-        markdown_table(shown, 2),
-        "",
+        *tables_md,
     ]
 
 
