@@ -23,6 +23,7 @@ from tcmqa.leaderboard.practice import Practice
 from tcmqa.leaderboard.validation import Policy, Rejected, validate
 from tcmqa.store import PENDING, SQLiteStore, Store
 
+KEY = 14  # the practitioner's key among the start's API outputs: issued by the name's first start
 ERROR = 10  # the inline error's position in the Practitioners tab's screen outputs
 
 
@@ -122,28 +123,34 @@ def test_bad_input_multi_answer_needs_two_letters_on_the_api(tmp_path: Path, fre
     with a NUL is refused inline, and so is an admin's reason or job id with one; two letters record."""
     store = SQLiteStore(tmp_path / "store")
     items = {i["id"]: i for i in load_config(str(fresh_tree), "corpus").to_list()}
-    settings = local_settings(store.root, fresh_tree, practice_block_size=16, practice_admins=("boss",))
+    token = "operator-token-0123456789abcdef"  # local mode: an admin's key is the operator's token
+    settings = local_settings(
+        store.root, fresh_tree, practice_block_size=16, practice_admins=("boss",), admin_token=token
+    )
     demo, url = launch(settings, store, hub_models())
     try:
         client = Client(url, verbose=False)
         job = store.submit("org/good", "0" * 40, "v1", "u")
         for typed, said in (((job.id, "spam\x00"), "reason: holds"), ((job.id + "\x1b", "why"), "job id: holds")):
-            refused = client.predict("boss", *typed, api_name="/admin_cancel")
+            refused = client.predict("boss", token, *typed, api_name="/admin_cancel")
             assert refused.startswith("❌") and said in refused, refused
         assert store.get(job.id).status == PENDING
-        refused = client.predict("kim", True, "LIC\x00", api_name="/practice_start")
+        refused = client.predict("kim", "", True, "LIC\x00", api_name="/practice_start")
         assert "licence number: holds the control character U+0000" in refused[0], refused[0]
         assert store.practitioner("kim") is None
-        item = client.predict("kim", True, "LIC-7", api_name="/practice_start")[5]
+        key = refused[KEY]  # the key kim's first start issued (tcmqa.leaderboard.identity): her browser keeps it
+        item = client.predict("kim", key, True, "LIC-7", api_name="/practice_start")[5]
         while items[item]["answer_type"] != "multi":  # single-answer items answered until a multi-answer one
-            key = items[item]["answer"]
-            item = client.predict("kim", item, key[0], [], ["other"], 3, False, "", api_name="/practice_submit")[5]
+            answer = items[item]["answer"]
+            item = client.predict(
+                "kim", key, item, answer[0], [], ["other"], 3, False, "", api_name="/practice_submit"
+            )[5]
         answered = len(store.practice_responses(account="kim"))
         for single, many in (("A", []), (None, ["B"]), ("C", ["C"])):
-            out = client.predict("kim", item, single, many, ["other"], 3, False, "", api_name="/practice_submit")
+            out = client.predict("kim", key, item, single, many, ["other"], 3, False, "", api_name="/practice_submit")
             assert "multi-answer item: choose two or more letters" in out[ERROR], out[ERROR]
         assert len(store.practice_responses(account="kim")) == answered
-        out = client.predict("kim", item, None, ["A", "B"], ["other"], 3, False, "", api_name="/practice_submit")
+        out = client.predict("kim", key, item, None, ["A", "B"], ["other"], 3, False, "", api_name="/practice_submit")
         assert out[0] == "✅ Recorded." and len(store.practice_responses(account="kim")) == answered + 1
     finally:
         demo.close()

@@ -105,6 +105,17 @@ ENDPOINTS: dict[str, str] = {
     "practice_release": "release: a slot freed, then the console (admins)",
     "practice_reassign": "reassign: a slot given to an account, then the console (admins)",
     "practice_export": "export: the platform database file (admins)",
+    # Fresh items (tcmqa.leaderboard.fresh_tab): a hidden item's text only to its writer and, after their blind
+    # answer, its reviewers; never an exam item's answer (tests/test_fresh_space.py: -k fresh_hidden)
+    "fresh_write": "write: the written item's checks at their fields; a near-copy shows the public item it copies",
+    "fresh_revise": "revise: a rejected item back into review (its writer only)",
+    "fresh_mine": "mine: the caller's own written items (id, state, revision)",
+    "load_mine": "load_mine (private): one of the caller's rejected items with its reviewers' comments",
+    "fresh_open_review": "open_review: an assigned item's stem and options; the key only after the blind answer",
+    "fresh_answer": "answer: records the reviewer's blind answer, then the key and the judgement form",
+    "fresh_judge": "judge: records the reviewer's judgement",
+    "pool_console": "pool console: the pool's counts, items by id and state, reviewers' load (admins; no text)",
+    "pool_reassign": "reassign: an open review given to another reviewer (admins)",
 }
 
 
