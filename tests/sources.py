@@ -88,3 +88,15 @@ def wrong_answer(key: list[str]) -> list[str]:
     Space records a multi-answer item's answer only with two or more letters)."""
     wrong = ["E"] if len(key) == 1 else ["D", "E"]
     return wrong if sorted(key) != wrong else ["A", "B"][: len(wrong)]
+
+
+def half_rated_tree(root: Path) -> Path:
+    """A tree of the demo items whose imported study (block 0, three raters) rates the first 16 only: the rest
+    make fresh blocks for the Space's practitioners."""
+    from tcmqa.build import build
+
+    items = read_jsonl(DEMO_ITEMS)
+    rated = {i["question_id"] for i in items[:16]}
+    db = write_platform_db(root / "p.sqlite", items, [r for r in demo_interactions(items) if r[1] in rated])
+    build([str(DEMO_ITEMS)], root / "tree", str(db))
+    return root / "tree"

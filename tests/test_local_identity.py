@@ -16,11 +16,10 @@ from typing import Any
 import gradio as gr
 import pytest
 from gradio_calls import Page
-from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db
+from sources import half_rated_tree
 from space_fixtures import as_a_space, hub_models, launch, local_settings
 
 from tcmqa import serve
-from tcmqa.build import build
 from tcmqa.leaderboard.identity import ACCESS, Guard, NotProven, check_bind, digest
 from tcmqa.leaderboard.space import build_app
 from tcmqa.prompts import PROTOCOL
@@ -34,12 +33,7 @@ TOKEN = "operator-token-0123456789abcdef"
 @pytest.fixture(scope="module")
 def half_tree(tmp_path_factory) -> Path:
     """The demo items; the imported study rates the first 16 only (the rest make fresh blocks)."""
-    items = read_jsonl(DEMO_ITEMS)
-    rated = {i["question_id"] for i in items[:16]}
-    root = tmp_path_factory.mktemp("identity")
-    db = write_platform_db(root / "p.sqlite", items, [r for r in demo_interactions(items) if r[1] in rated])
-    build([str(DEMO_ITEMS)], root / "tree", str(db))
-    return root / "tree"
+    return half_rated_tree(tmp_path_factory.mktemp("identity"))
 
 
 def plausible(page: Page, cid: int, item: str, job: str, block: int) -> list[Any]:

@@ -14,10 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from fakehub import FakeHub
 from gradio_client import Client
-from sources import DEMO_ITEMS, demo_interactions, read_jsonl, write_platform_db, wrong_answer
+from sources import half_rated_tree, wrong_answer
 from space_fixtures import ALL_ORIGINS, board, evaluated_model, hub_models, launch, local_settings
 
-from tcmqa.build import build
 from tcmqa.data import load_config
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard.practice import ItemClocks, Practice
@@ -29,12 +28,7 @@ HUMAN = "Licensed practitioners (majority vote)"
 @pytest.fixture(scope="module")
 def half_tree(tmp_path_factory) -> Path:
     """The demo items; the imported study (block 0, three raters) covers the first 16 only."""
-    items = read_jsonl(DEMO_ITEMS)
-    rated = {i["question_id"] for i in items[:16]}
-    root = tmp_path_factory.mktemp("half")
-    db = write_platform_db(root / "p.sqlite", items, [r for r in demo_interactions(items) if r[1] in rated])
-    build([str(DEMO_ITEMS)], root / "tree", str(db))
-    return root / "tree"
+    return half_rated_tree(tmp_path_factory.mktemp("half"))
 
 
 @pytest.fixture(scope="module")
