@@ -67,6 +67,7 @@ def build_app(
         columns: list[str],
         sort_by: str,
         descending: bool,
+        comparisons: list[str] | None = None,
     ) -> pd.DataFrame:
         return board_lib.select(
             board.frame(),
@@ -78,6 +79,7 @@ def build_app(
             columns or board_lib.DEFAULT_COLUMNS,
             sort_by,
             descending,
+            board_lib.COMPARISONS if comparisons is None else comparisons,
         )
 
     @guard.public
@@ -158,6 +160,12 @@ def build_app(
                 size_max = gr.Number(label="Max params (B)", value=1000, minimum=0, elem_id="board-size-max")
             with gr.Row():
                 origins = gr.CheckboxGroup(board_lib.ORIGINS, value=board_lib.ORIGINS, label="Rows")
+                comparisons = gr.CheckboxGroup(
+                    board_lib.COMPARISONS,
+                    value=board_lib.COMPARISONS,
+                    label="Comparison (only 'comparable' rows rank against each other)",
+                    elem_id="board-comparison",
+                )
                 columns = gr.CheckboxGroup(
                     board_lib.CHOICES,
                     value=board_lib.DEFAULT_COLUMNS[1:],
@@ -170,7 +178,7 @@ def build_app(
             table = gr.Dataframe(
                 interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label=board_lib.LEGEND
             )
-            inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending]
+            inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending, comparisons]
             for control in inputs:
                 control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
             gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
