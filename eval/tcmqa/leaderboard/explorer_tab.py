@@ -22,6 +22,7 @@ from tcmqa.leaderboard import browse
 from tcmqa.leaderboard.board import Board
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.explorer import MODELS_PER_PAGE, Explorer
+from tcmqa.leaderboard.formats import table
 from tcmqa.schema import DOMAINS, RATERS_PER_ITEM
 
 ANY = ""  # every dropdown's "no filter" value
@@ -160,7 +161,7 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
         )
         next_button = gr.Button("Next ▶", size="sm", scale=0, min_width=110, elem_id="explorer-next")
         summary = gr.Markdown(elem_id="explorer-summary")
-    results = gr.Dataframe(
+    results = table(
         headers=browse.ROW_COLUMNS,
         interactive=False,
         wrap=True,
@@ -194,12 +195,12 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
         item_button = gr.Button("Show item", elem_id="item-show", scale=0, min_width=140)
     item_text = gr.Markdown(elem_id="item-text")
     gr.Markdown("**Practitioners' answers**")
-    item_responses = gr.Dataframe(NO_ITEM, interactive=False, elem_id="item-responses")
+    item_responses = table(NO_ITEM, interactive=False, elem_id="item-responses")
     gr.Markdown(
         "**Models' outputs** (one revision per model: its latest full run; P(A)–P(E): each letter's probability "
         "as the first generated token, renormalised over A–E)"
     )
-    item_outputs = gr.Dataframe(NO_ITEM, interactive=False, wrap=True, elem_id="item-outputs")
+    item_outputs = table(NO_ITEM, interactive=False, wrap=True, elem_id="item-outputs")
     page_outputs = [item_text, item_responses, item_outputs]
     gr.on(
         [item_button.click, item_id.submit, models_page.submit],

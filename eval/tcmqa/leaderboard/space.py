@@ -15,7 +15,7 @@ import pandas as pd
 from tcmqa import forms
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard import model_outputs, queue, tabs
+from tcmqa.leaderboard import formats, model_outputs, queue, tabs
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.about import about_markdown
 from tcmqa.leaderboard.errors import reported
@@ -147,6 +147,7 @@ def build_app(
         return guard.admin(act)
 
     with gr.Blocks(title="TCMQA leaderboard") as demo:
+        gr.HTML(f"<style>{formats.CSS}</style>", padding=False)  # every Table's column widths
         gr.Markdown(
             "# TCMQA leaderboard\nTraditional Chinese Medicine licensing-exam questions, "
             f"with a licensed-practitioner reference (majority vote {board_lib.HUMAN_SUBSET} on the subset)."
@@ -175,7 +176,7 @@ def build_app(
             with gr.Row():
                 sort_by = gr.Dropdown(list(board_lib.COLUMNS), value="Full", label="Sort by")
                 descending = gr.Checkbox(value=True, label="Descending")
-            table = gr.Dataframe(
+            table = formats.table(
                 interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label=board_lib.LEGEND
             )
             inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending, comparisons]
@@ -224,7 +225,7 @@ def build_app(
             )
             log_button.click(show_log, job_id, log_text, api_name="job_log")
         with gr.Tab("Queue"):
-            queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label="Evaluation requests")
+            queue_table = formats.table(interactive=False, elem_id="queue-table", label="Evaluation requests")
             gr.on([demo.load, timer.tick], show_queue, None, queue_table, api_name="queue", show_progress="hidden")
             with gr.Accordion("Admin actions (accounts in TCMQA_ADMINS)", open=False):
                 with gr.Row(visible=not settings.hosted):  # local mode: the account and the operator's token

@@ -20,6 +20,7 @@ import pandas as pd
 
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard.compare import PAGE_SIZE, Comparator
+from tcmqa.leaderboard.formats import table
 from tcmqa.leaderboard.model_page import ModelPages
 from tcmqa.leaderboard.plots import figure2, subset_bars
 from tcmqa.leaderboard.practice import PracticeLoader
@@ -154,11 +155,11 @@ def analysis_tabs(
         run = gr.Button("Compare", variant="primary", elem_id="compare-run")
         summary = gr.Markdown(elem_id="compare-summary")
         with gr.Row():
-            outcomes = gr.Dataframe(interactive=False, label="Outcomes (items)", elem_id="compare-outcomes")
-            accuracy = gr.Dataframe(interactive=False, label="Exact match by answer type (%)", elem_id="compare-types")
-        by_domain = gr.Dataframe(interactive=False, label="Exact match by domain (%)", elem_id="compare-domains")
+            outcomes = table(interactive=False, label="Outcomes (items)", elem_id="compare-outcomes")
+            accuracy = table(interactive=False, label="Exact match by answer type (%)", elem_id="compare-types")
+        by_domain = table(interactive=False, label="Exact match by domain (%)", elem_id="compare-domains")
         note = gr.Markdown(elem_id="compare-note")
-        items = gr.Dataframe(
+        items = table(
             interactive=False, wrap=True, label="Items where they differ", elem_id="compare-items", max_height=600
         )
     with gr.Tab("Model"):
@@ -167,18 +168,18 @@ def analysis_tabs(
             show = gr.Button("Show", variant="primary", elem_id="model-show")
         model_summary = gr.Markdown(elem_id="model-summary")
         with gr.Row():
-            domain_table = gr.Dataframe(interactive=False, label="By domain (subset items)", elem_id="model-domains")
+            domain_table = table(interactive=False, label="By domain (subset items)", elem_id="model-domains")
             domain_plot = gr.Plot(label="By domain", elem_id="model-domain-plot")
         with gr.Row():
-            difficulty_table = gr.Dataframe(
+            difficulty_table = table(
                 interactive=False, label="By practitioner-rated difficulty", elem_id="model-difficulty"
             )
             difficulty_plot = gr.Plot(label="By difficulty", elem_id="model-difficulty-plot")
-        consensus_table = gr.Dataframe(interactive=False, label="By practitioner consensus", elem_id="model-consensus")
+        consensus_table = table(interactive=False, label="By practitioner consensus", elem_id="model-consensus")
         consensus_plot = gr.Plot(label="By consensus", elem_id="model-consensus-plot")  # two panels: full width
         with gr.Row():
-            calibration = gr.Dataframe(interactive=False, wrap=True, label="Calibration", elem_id="model-calibration")
-            probes = gr.Dataframe(interactive=False, wrap=True, label="Probes", elem_id="model-probes")
+            calibration = table(interactive=False, wrap=True, label="Calibration", elem_id="model-calibration")
+            probes = table(interactive=False, wrap=True, label="Probes", elem_id="model-probes")
     demo.load(model_choices, None, [model_a, model_b, model], api_name=False, show_progress="hidden")
     compared = [summary, accuracy, by_domain, outcomes, items, note]
     gr.on(
