@@ -36,8 +36,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from tcmqa.leaderboard.board import COMPARABLE, COMPARISON
 from tcmqa.leaderboard import lang
+from tcmqa.leaderboard.board import COMPARABLE, COMPARISON
 from tcmqa.schema import DOMAINS
 
 PAGE_SIZE = 25
