@@ -17,13 +17,14 @@ protocol with full coverage). The board has one reference, a data fingerprint an
   that most full-coverage evaluated rows under that protocol share (a tie goes to the most recently
   evaluated, then to the smaller fingerprint). With no such row nothing is comparable yet.
 
-Every row gets a ``Comparison`` label (:data:`COMPARISONS`, in board order): ``comparable`` (that
-fingerprint, that protocol, coverage 100%: these are ranked together, first), ``partial`` (coverage
-below 100% or not recorded), ``other protocol``, ``other data`` (another fingerprint), ``data
-unknown`` (a row that recorded no fingerprint), then ``reported in the paper`` (the paper's Table 4,
-computed on its own 38,279-item corpus). A label is the first of these reasons, read from the end
-(the paper's rows are always ``reported in the paper``; a partial run on other data is ``other
-data``). Sorting orders rows within each group and keeps the groups in that order.
+Every row gets a ``Comparison`` label (:data:`COMPARISONS`): ``comparable`` (that fingerprint, that
+protocol, coverage 100%: the rows that may be ranked against each other), ``partial`` (coverage below 100%
+or not recorded), ``other protocol``, ``other data`` (another fingerprint), ``data unknown`` (a row that
+recorded no fingerprint), or ``reported in the paper`` (the paper's Table 4, computed on its own 38,279-item
+corpus). A label is the first of these reasons, read from the end (the paper's rows are always ``reported in
+the paper``; a partial run on other data is ``other data``). The label is a visible column with a legend
+(:data:`LEGEND`) and a filter (``select(comparisons=...)``), never a hidden sort key: the board's order is
+exactly what its sort control says, so sorted by Full, descending, the Full column descends.
 
 The practitioners' reference row sits with the rows it was computed beside: the paper's 64.94 with
 the paper's rows, and, when comparable rows carry ``human_reference`` (the majority vote on the same
@@ -169,11 +170,12 @@ COMPARISONS = [COMPARABLE, PARTIAL, OTHER_PROTOCOL, OTHER_DATA, UNKNOWN_DATA, PA
 _RANK = {label: rank for rank, label in enumerate(COMPARISONS)}
 # the board table's label in the Space: how to read the Comparison column
 LEGEND = (
-    "Leaderboard. Comparison: 'comparable' rows (same data fingerprint and protocol, full coverage) are "
-    "ranked together first; partial runs, other protocol, other data, data unknown and the paper's rows "
-    "(reported on the paper's own corpus) follow, each group apart. ≈ next by Full: a paired test does not "
-    "separate the row from the model it names, the next better comparable row by Full, whatever the sort (≠: it "
-    "does; see About)"
+    "Leaderboard, in the order the sort control says. Comparison: only 'comparable' rows (the served data, the "
+    "current protocol, full coverage) can be ranked against each other; 'partial' (a run on part of the items), "
+    "'other protocol', 'other data', 'data unknown' and 'reported in the paper' (the paper's own corpus) are "
+    "shown for reference (filter them with Comparison above). ≈ next by Full: a paired test does not separate "
+    "the row from the model it names, the next better comparable row by Full, whatever the sort (≠: it does; "
+    "see About)"
 )
 
 
@@ -318,11 +320,13 @@ def _sort_key(values: pd.Series) -> pd.Series:
 
 
 def order(frame: pd.DataFrame, sort_by: str = "Full", descending: bool = True) -> pd.DataFrame:
-    """Sort by ``sort_by`` within each Comparison group, the groups in board order (comparable first)."""
+    """Sort by ``sort_by`` alone (empty cells last); ties keep the Comparison groups' order (comparable first),
+    which is a tie-break, never a key above the sort the visitor chose."""
+    ranks = frame[COMPARISON].map(_RANK).fillna(len(_RANK)).to_numpy()
+    frame = frame.iloc[np.argsort(ranks, kind="stable")]
     if sort_by in frame:
         frame = frame.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable", key=_sort_key)
-    ranks = frame[COMPARISON].map(_RANK).fillna(len(_RANK)).to_numpy()
-    return frame.iloc[np.argsort(ranks, kind="stable")]
+    return frame
 
 
 def significant(values: pd.Series, digits: int = 4) -> pd.Series:
@@ -392,7 +396,7 @@ def merge(
     marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] | None = None,
     pool: PoolFacts | None = None,
 ) -> pd.DataFrame:
-    """Reported + reference + evaluated rows, in board columns with a Comparison label, board order.
+    """Reported + reference + evaluated rows, in board columns with a Comparison label, by Full descending.
 
     ``pool``: the hidden pool (:class:`PoolFacts`); the fresh columns stay empty while it is too small.
 
@@ -463,7 +467,7 @@ def select(
     comparisons: Sequence[str] = COMPARISONS,
 ) -> pd.DataFrame:
     """The visible board: filter by model text, family, parameter range, origin and Comparison group;
-    choose columns; sort within each Comparison group (comparable rows stay first).
+    choose columns; sort by ``sort_by`` (:func:`order`: the sort chosen is the order shown).
 
     Model and Comparison are always shown. The practitioners' reference rows have no size and are
     kept whenever their origin is selected, so they stay on the board as the line to beat.

@@ -73,6 +73,11 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     "origin_reported": ("reported", "论文报告", "論文報告"),
     "origin_evaluated": ("evaluated", "本站评测", "本站評測"),
     "origin_reference": ("reference", "中医师参照", "中醫師參照"),
+    "board_comparison": (
+        "Comparison (only 'comparable' rows rank against each other)",
+        "可比性（只有 comparable 的行相互排名）",
+        "可比性（只有 comparable 的列相互排名）",
+    ),
     "board_columns": (
         "Columns (answer types: Full, Single, Multi, Subset; probes and uncertainty: see About)",
         "列（题型：Full 全部、Single 单选、Multi 多选、Subset 子集；探针与不确定性见“说明”）",

@@ -68,6 +68,7 @@ def build_app(
         columns: list[str],
         sort_by: str,
         descending: bool,
+        comparisons: list[str] | None = None,
     ) -> pd.DataFrame:
         return board_lib.select(
             board.frame(),
@@ -79,6 +80,7 @@ def build_app(
             columns or board_lib.DEFAULT_COLUMNS,
             sort_by,
             descending,
+            board_lib.COMPARISONS if comparisons is None else comparisons,
         )
 
     @guard.public
@@ -163,6 +165,12 @@ def build_app(
                 origins = gr.CheckboxGroup(
                     [(t(f"origin_{o}"), o) for o in board_lib.ORIGINS], value=board_lib.ORIGINS, label=t("board_rows")
                 )
+                comparisons = gr.CheckboxGroup(
+                    board_lib.COMPARISONS,
+                    value=board_lib.COMPARISONS,
+                    label=t("board_comparison"),
+                    elem_id="board-comparison",
+                )
                 columns = gr.CheckboxGroup(
                     board_lib.CHOICES,
                     value=board_lib.DEFAULT_COLUMNS[1:],
@@ -175,7 +183,7 @@ def build_app(
             table = gr.Dataframe(
                 interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label=board_lib.LEGEND
             )
-            inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending]
+            inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending, comparisons]
             for control in inputs:
                 control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
             gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
