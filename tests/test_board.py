@@ -1,10 +1,13 @@
-"""The board ranks together only comparable rows (same data fingerprint, same protocol, full coverage)
-and shows the others apart, labelled; the practitioner reference sits with the rows it was computed
+"""The board labels which rows are comparable (same data fingerprint, same protocol, full coverage)
+and labels the others, in the order the sort says; the practitioner reference sits with the rows it was computed
 beside; families are spelled as the paper spells them."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
+import pytest
 from scipy.stats import binomtest
 
 from tcmqa.leaderboard import about, uncertainty
@@ -26,7 +29,7 @@ from tcmqa.leaderboard.board import (
 from tcmqa.probes import calibration as calibration_lib
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, PROBE_COLUMNS, canonical_family
-from tcmqa.schema import RESULT_COLUMNS, RESULTS
+from tcmqa.schema import RESULT_COLUMNS, RESULTS, ResultColumn
 from tcmqa.store import SQLiteStore
 
 HERE, ELSEWHERE = "a" * 16, "b" * 16  # the board's data fingerprint, and another
@@ -318,6 +321,38 @@ def test_the_about_section_explains_every_probe_and_uncertainty_column_on_the_bo
     for label in [*described, FULL_CI, SUBSET_CI, SEPARATION]:
         assert f"**{label}**" in text, label
     assert "not knowledge" in text and "does not prove the items were not seen" in text
+
+
+def test_about_columns_every_board_column_has_a_row_generated_from_its_declaration():
+    text = about.about_markdown(PROTOCOL)
+    table = [
+        line for line in text.splitlines() if line.startswith("| ") and not line.startswith(("| Column ", "| ---"))
+    ]
+    cells = {}
+    for line in table:
+        label, meaning, covers, higher = (c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1])
+        cells[label] = (meaning.replace("\\|", "|"), covers, higher)
+    offered = board_lib.select(board_lib.merge(ROWS, HERE), columns=board_lib.CHOICES).columns.tolist()
+    assert list(cells) == offered  # one row per column the board offers, in board order
+    declared = {c.label: c for c in RESULT_COLUMNS if c.board} | {c.label: c for c in board_lib.DERIVED}
+    declared[COMPARISON] = board_lib.COMPARISON_COLUMN
+    for label, column in declared.items():
+        meaning, covers, higher = cells[label]
+        assert meaning.startswith(column.doc.replace("<", "&lt;").replace(">", "&gt;")), label
+        assert covers == (column.covers or "—"), label
+        assert higher == {True: "yes", False: "no (lower is better)", None: "—"}[column.higher_is_better], label
+    for label in ("Subset on", "Coverage (%)", "Data fingerprint", "Data", COMPARISON, "Origin", "Conf. gap"):
+        assert len(cells[label][0]) > 30, label  # defined, not only named
+    assert "single-answer" in cells["Single"][1] and "multi-answer" in cells["Multi"][1]
+    assert "practitioners" in cells["Subset"][1] and "every scorable item" in cells["Full"][1]
+
+
+def test_about_columns_a_board_column_declared_without_its_meaning_is_refused():
+    with pytest.raises(ValueError, match="'new_score' is on the board but says nothing"):
+        ResultColumn("new_score", "New score", "float32", True, covers="Full's items")
+    ResultColumn("n_new", "New items", "int32", board=False)  # off the board: nothing to define
+    with pytest.raises(ValueError, match="'New CI' says nothing"):
+        board_lib.DerivedColumn("New CI", "Full", True, "")
 
 
 def test_board_marks_rows_from_the_outputs_recorded_in_the_store(tmp_path):

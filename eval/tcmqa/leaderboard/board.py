@@ -87,12 +87,19 @@ ROW = "_row"  # hidden: an evaluated row's position among the merged rows (selec
 
 @dataclasses.dataclass(frozen=True)
 class DerivedColumn:
-    """A board column computed from a results row (not a results field), placed after ``after``."""
+    """A board column computed from a results row (not a results field), placed after ``after``; declared like a
+    results column (:class:`tcmqa.schema.ResultColumn`), since the About tab's table of columns is generated from it."""
 
     label: str
     after: str  # the board column it follows
     shown: bool  # on the board by default
     doc: str
+    covers: str = ""  # the items it is computed on ('' where not computed on items)
+    higher_is_better: bool | None = None  # None: not a score
+
+    def __post_init__(self) -> None:
+        if not self.doc.strip():
+            raise ValueError(f"board column {self.label!r} says nothing: declare its doc")
 
 
 FULL_CI = "Full 95% CI"
@@ -103,7 +110,7 @@ FRESH_CI = "Fresh 95% CI"
 GAP_CI = "Gap 95% CI"
 GAP_MARK = "⚑"  # the Gap vs human interval lies above 0
 DERIVED = (
-    DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)"),
+    DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)", "Full's items"),
     DerivedColumn(
         SEPARATION,
         FULL_CI,
@@ -112,6 +119,7 @@ DERIVED = (
         "<model>, the next better comparable evaluated row by Full (p >= 0.05); '≠ <model> (p=…)' when it does; "
         "empty when not tested. The mark names the row it was tested against, so it keeps its meaning however "
         "the board is sorted or filtered",
+        "the items both rows answered",
     ),
     DerivedColumn(
         SUBSET_CI,
@@ -119,6 +127,7 @@ DERIVED = (
         False,
         "95% bootstrap interval of Subset, percent (items resampled), recounted with Subset whenever practitioners' "
         "responses change the subset",
+        "Subset's items",
     ),
     DerivedColumn(
         SUBSET_ON,
@@ -134,6 +143,7 @@ DERIVED = (
         f"95% bootstrap interval of Fresh and its n (pool items); 'pool too small (n)' while the hidden pool holds "
         f"fewer than {MIN_POOL} accepted items (the fresh columns are then empty); 'on pool <version>' when the row's "
         "fresh columns are on another pool version than the board's (its back-fill is queued)",
+        "Fresh's items",
     ),
     DerivedColumn(
         GAP_CI,
@@ -141,6 +151,7 @@ DERIVED = (
         True,
         f"95% normal interval of Gap vs human; {GAP_MARK} where it lies above 0: the model gains on the public items "
         "more than the practitioners do, which points at memorisation",
+        "Gap vs human's items",
     ),
 )
 
@@ -168,6 +179,16 @@ UNKNOWN_DATA = "data unknown"
 PAPER = "reported in the paper"
 COMPARISONS = [COMPARABLE, PARTIAL, OTHER_PROTOCOL, OTHER_DATA, UNKNOWN_DATA, PAPER]
 _RANK = {label: rank for rank, label in enumerate(COMPARISONS)}
+COMPARISON_COLUMN = DerivedColumn(
+    COMPARISON,
+    "Model",
+    True,
+    "what the row can be ranked against: 'comparable' (the data the Space serves, by Data fingerprint; the current "
+    "protocol; Coverage 100%), 'partial' (a run on part of the items), 'other protocol', 'other data' (another "
+    "fingerprint, e.g. a demo tree or the corpus before a fix), 'data unknown' (a row that recorded no fingerprint) "
+    "or 'reported in the paper' (the paper's own corpus); only comparable rows are ranked against each other, the "
+    "others are shown for reference",
+)
 # the board table's label in the Space: how to read the Comparison column
 LEGEND = (
     "Leaderboard, in the order the sort control says. Comparison: only 'comparable' rows (the served data, the "
