@@ -75,6 +75,7 @@ ENDPOINTS: dict[str, str] = {
     "board": "show_board: the leaderboard rows",
     "show_board": "show_board (private: a board filter changed): the leaderboard rows",
     "refresh_families": "refresh_families (private, on the timer): the family choices",
+    "tab_names": "tab_names (private, on page load): the tabs' names in the caller's language",
     "plots": "show_plots: board aggregates for the two plots (Figure 2 and the Subset bars)",
     # Compare and Model tabs (tcmqa.leaderboard.tabs)
     "compare": "show_compare: two models' aggregates and the items where they differ, open-block items never listed",
