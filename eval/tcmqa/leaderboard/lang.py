@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
+import pandas as pd
 from gradio.context import LocalContext
 
 from tcmqa.schema import DOMAIN_NAMES
@@ -53,6 +54,8 @@ STRINGS: dict[str, tuple[str, str, str]] = {
         "中醫執業資格考試試題，以執業中醫師為參照：中醫師多數投票在子集上的正確率為",
     ),
     "language": ("Language", "语言", "語言"),
+    "any": ("any", "不限", "不限"),
+    "domain_unrated": ("unrated", "未分类", "未分類"),  # an item no practitioner gave a domain
     # tabs
     "tab_board": ("Board", "排行榜", "排行榜"),
     "tab_plots": ("Plots", "图表", "圖表"),
@@ -162,6 +165,47 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     "admin_cancel": ("Cancel (PENDING or RUNNING)", "取消（PENDING 或 RUNNING）", "取消（PENDING 或 RUNNING）"),
     "admin_requeue": ("Re-queue (FAILED)", "重新排队（FAILED）", "重新排隊（FAILED）"),
     "admin_withdraw": ("Withdraw the published row", "撤回已发布的行", "撤回已發布的列"),
+    # Item explorer
+    "explorer_hint": (
+        "Search the stems and options, filter, and click a row to open its item. **Consensus**: how many of the "
+        "item's practitioners answered it correctly (subset items). **Outcome**: the chosen model against the "
+        "practitioners' majority. Items in a practitioner block still being answered show no consensus or "
+        "outcome and are left out of those filters.",
+        "搜索题干和选项、筛选，点击一行打开该题。**一致程度**：该题的中医师中答对的人数（子集试题）。"
+        "**结果**：所选模型与中医师多数意见的对比。仍在作答中的中医师题组里的试题不显示一致程度和结果，也不参与这两项筛选。",
+        "搜尋題幹和選項、篩選，點擊一列開啟該題。**一致程度**：該題的中醫師中答對的人數（子集試題）。"
+        "**結果**：所選模型與中醫師多數意見的對比。仍在作答中的中醫師題組裡的試題不顯示一致程度和結果，也不參與這兩項篩選。",
+    ),
+    "explorer_search": ("Search stem and options", "搜索题干和选项", "搜尋題幹和選項"),
+    "explorer_search_hint": ("e.g. 肺 or 麻黄", "例如 肺 或 麻黄", "例如 肺 或 麻黃"),
+    "explorer_model": ("Model (for the outcome)", "模型（用于结果）", "模型（用於結果）"),
+    "explorer_domain": ("Domain", "领域", "領域"),
+    "explorer_type": ("Answer type", "题型", "題型"),
+    "explorer_single": ("single-answer", "单选题", "單選題"),
+    "explorer_multi": ("multi-answer", "多选题", "多選題"),
+    "explorer_rated": ("Rated difficulty (mean)", "评定难度（平均）", "評定難度（平均）"),
+    "explorer_easiest": ("1 easiest", "1 最易", "1 最易"),
+    "explorer_hardest": ("5 hardest", "5 最难", "5 最難"),
+    "explorer_source": ("Source difficulty", "原始难度", "原始難度"),
+    "explorer_consensus": ("Consensus", "一致程度", "一致程度"),
+    "explorer_correct": ("correct", "人答对", "人答對"),
+    "explorer_outcome": ("Model vs practitioners", "模型与中医师对比", "模型與中醫師對比"),
+    "explorer_previous": ("◀ Previous", "◀ 上一页", "◀ 上一頁"),
+    "explorer_page": ("Page", "页码", "頁碼"),
+    "explorer_next": ("Next ▶", "下一页 ▶", "下一頁 ▶"),
+    "explorer_item": ("Item", "试题", "試題"),
+    "explorer_item_id": ("Item id (or click a row above)", "试题 id（或点击上方一行）", "試題 id（或點擊上方一列）"),
+    "explorer_models_page": ("Page of models", "模型页码", "模型頁碼"),
+    "explorer_show": ("Show item", "显示试题", "顯示試題"),
+    "explorer_responses": ("Practitioners' answers", "中医师的答案", "中醫師的答案"),
+    "explorer_outputs": (
+        "**Models' outputs** (one revision per model: its latest full run; P(A)–P(E): each letter's probability "
+        "as the first generated token, renormalised over A–E)",
+        "**模型输出**（每个模型一个版本：最近一次完整评测；"
+        "P(A)–P(E)：各字母作为第一个生成词元的概率，在 A–E 上重新归一）",
+        "**模型輸出**（每個模型一個版本：最近一次完整評測；"
+        "P(A)–P(E)：各字母作為第一個生成詞元的機率，在 A–E 上重新歸一）",
+    ),
     # Practitioners
     "practice_hint": (
         "Licensed TCM practitioners answer the same items as the models, under the paper's protocol: a fixed "
@@ -316,9 +360,17 @@ def text(key: str, locale: str | None = None, **values: Any) -> str:
 
 
 def domain(key: str, locale: str | None = None) -> str:
-    """A domain's name in the caller's language (or ``locale``); an unknown key is shown as it is."""
-    names = DOMAIN_NAMES.get(key)
-    return names[locale or current()] if names else key
+    """A domain's name in the caller's language (or ``locale``); ``unrated`` too; an unknown key as it is."""
+    if key in DOMAIN_NAMES:
+        return DOMAIN_NAMES[key][locale or current()]
+    return text(f"domain_{key}", locale) if f"domain_{key}" in STRINGS else key
+
+
+def domain_names(frame: pd.DataFrame, column: str = "domain") -> pd.DataFrame:
+    """A table for the page with its ``column`` of domain keys shown as their names (the caller's language)."""
+    if column not in frame.columns:
+        return frame
+    return frame.assign(**{column: frame[column].map(lambda key: domain(str(key)))})
 
 
 def domain_label(key: str) -> Any:
