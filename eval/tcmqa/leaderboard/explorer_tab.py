@@ -28,7 +28,7 @@ from tcmqa.schema import DOMAINS, RATERS_PER_ITEM
 ANY = ""  # every dropdown's "no filter" value
 ANY_CHOICE = (t("any"), ANY)
 DOMAIN_CHOICES = [ANY_CHOICE, *[(lang.domain_label(key), key) for key in DOMAINS]]
-TYPE_CHOICES = [ANY_CHOICE, (t("explorer_single"), "single"), (t("explorer_multi"), "multi")]
+TYPE_CHOICES = [ANY_CHOICE, (t("single_answer"), "single"), (t("multi_answer"), "multi")]
 RATED_NAMES = {1: t("explorer_easiest"), 5: t("explorer_hardest")}
 RATED_CHOICES = [ANY_CHOICE, *[(RATED_NAMES.get(k, str(k)), str(k)) for k in browse.RATED_LEVELS]]
 OUTCOME_CHOICES = [ANY_CHOICE, *[(label, label) for label in browse.OUTCOMES]]

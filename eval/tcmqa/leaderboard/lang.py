@@ -55,6 +55,8 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     ),
     "language": ("Language", "语言", "語言"),
     "any": ("any", "不限", "不限"),
+    "single_answer": ("single-answer", "单选题", "單選題"),
+    "multi_answer": ("multi-answer", "多选题", "多選題"),
     "domain_unrated": ("unrated", "未分类", "未分類"),  # an item no practitioner gave a domain
     # tabs
     "tab_board": ("Board", "排行榜", "排行榜"),
@@ -181,8 +183,6 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     "explorer_model": ("Model (for the outcome)", "模型（用于结果）", "模型（用於結果）"),
     "explorer_domain": ("Domain", "领域", "領域"),
     "explorer_type": ("Answer type", "题型", "題型"),
-    "explorer_single": ("single-answer", "单选题", "單選題"),
-    "explorer_multi": ("multi-answer", "多选题", "多選題"),
     "explorer_rated": ("Rated difficulty (mean)", "评定难度（平均）", "評定難度（平均）"),
     "explorer_easiest": ("1 easiest", "1 最易", "1 最易"),
     "explorer_hardest": ("5 hardest", "5 最难", "5 最難"),
@@ -247,8 +247,6 @@ STRINGS: dict[str, tuple[str, str, str]] = {
         "執業證號（可選；保密，不會公開）",
     ),
     "practice_start": ("Start / resume my block", "开始 / 继续我的题组", "開始 / 繼續我的題組"),
-    "practice_single": ("single-answer", "单选题", "單選題"),
-    "practice_multi": ("multi-answer", "多选题", "多選題"),
     "practice_header": (
         "Block {block} · item {position} of {size} · {kind}",
         "第 {block} 组 · 第 {position} 题，共 {size} 题 · {kind}",

@@ -42,7 +42,7 @@ class ItemView:
 
     def header(self) -> str:
         """The item's line above its stem, in the caller's language."""
-        kind = lang.text("practice_multi" if self.answer_type == "multi" else "practice_single")
+        kind = lang.text("multi_answer" if self.answer_type == "multi" else "single_answer")
         return lang.text("practice_header", block=self.number, position=self.position, size=self.block_size, kind=kind)
 
 
