@@ -24,7 +24,7 @@ from tcmqa.leaderboard.explorer_tab import explorer_tab
 from tcmqa.leaderboard.identity import Guard
 from tcmqa.leaderboard.practice_tab import practitioners_tab
 from tcmqa.leaderboard.settings import Settings
-from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
+from tcmqa.leaderboard.validation import KINDS, Rejected, enqueue, submitter, upgrade, validate
 from tcmqa.store import Store, open_store
 from tcmqa.store.admin import NotAllowed
 
@@ -85,20 +85,36 @@ def build_app(
         return gr.update(choices=board.families(), value=current)
 
     @guard.public  # anyone may submit (hosted: the signed-in account, checked by ``submitter``)
-    def submit(model_id: str, revision: str, released: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+    def submit(
+        model_id: str, revision: str, released: str, kind: str | None, profile: gr.OAuthProfile | None
+    ) -> tuple[str, str]:
+        kind = kind or "eval"
         try:
             user = submitter(profile, policy)
-            accepted = validate(model_id, revision, user=user, api=api, store=store, policy=policy, released=released)
-            job = enqueue(accepted, user=user, store=store, policy=policy)
+            accepted = validate(
+                model_id, revision, user=user, api=api, store=store, policy=policy, released=released, kind=kind
+            )
+            job = enqueue(accepted, user=user, store=store, policy=policy, kind=kind)
         except Rejected as err:
             return f"❌ {err}", ""
         except Exception as err:
             return f"❌ The submission could not be queued: {reported(err, 'submit')}.", ""
+        what = "a quick estimate of Full (the anchor items only)" if kind == "quick" else "job"
         return (
-            f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as job `{job.id}`: "
+            f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as {what} `{job.id}`: "
             "PENDING. Its status updates below.",
             job.id,
         )
+
+    @guard.public  # anyone signed in may upgrade a finished quick estimate (the rate limit counts it)
+    def upgrade_quick(job: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+        try:
+            full = upgrade(job, user=submitter(profile, policy), store=store, policy=policy)
+        except Rejected as err:
+            return f"❌ {queue.escaped(str(err))}", job
+        except Exception as err:
+            return f"❌ The upgrade could not be queued: {reported(err, 'upgrade')}.", job
+        return f"✅ Queued the full evaluation of {full.model} as job `{full.id}`: it replaces the estimate.", full.id
 
     @guard.public
     def show_queue() -> pd.DataFrame:
@@ -198,13 +214,24 @@ def build_app(
                     info="'Fresh after release' scores the hidden items accepted after it",
                     elem_id="submit-released",
                 )
+            kind = gr.Radio(
+                [(label, value) for value, label in KINDS.items()],
+                value="eval",
+                label="Evaluation",
+                info="Quick estimate: only a few hundred anchor items, Full estimated with its measured error (shown "
+                "apart on the board, never ranked); upgrade it to a full run later",
+                elem_id="submit-kind",
+            )
             submit_button = gr.Button("Submit for evaluation", variant="primary", elem_id="submit-button")
             feedback = gr.Markdown(elem_id="submit-feedback")
             job_id = gr.Textbox(label="Job id", elem_id="submit-job")
             status = gr.Markdown(elem_id="submit-status")
-            log_button = gr.Button("Show log", size="sm", elem_id="submit-show-log")
+            with gr.Row():
+                log_button = gr.Button("Show log", size="sm", elem_id="submit-show-log")
+                upgrade_button = gr.Button("Upgrade to a full run", size="sm", elem_id="submit-upgrade")
             log_text = gr.Textbox(label="Harness log (end)", lines=8, interactive=False, elem_id="submit-log")
-            submit_button.click(submit, [model_id, revision, released], [feedback, job_id], api_name="submit")
+            submit_button.click(submit, [model_id, revision, released, kind], [feedback, job_id], api_name="submit")
+            upgrade_button.click(upgrade_quick, job_id, [feedback, job_id], api_name="upgrade")
             status_timer = gr.Timer(2)
             gr.on(
                 [job_id.change, status_timer.tick],
