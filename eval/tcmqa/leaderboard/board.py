@@ -60,6 +60,7 @@ import pandas as pd
 
 from tcmqa.fresh.gap import MIN_POOL
 from tcmqa.leaderboard import outcomes, uncertainty
+from tcmqa.leaderboard.rescored import KEY_REVISION, NOT_RESCORED, Rescorer
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
 from tcmqa.runs import data_fingerprint
@@ -120,6 +121,16 @@ DERIVED = (
         "empty when not tested. The mark names the row it was tested against, so it keeps its meaning however "
         "the board is sorted or filtered",
         "the items both rows answered",
+    ),
+    DerivedColumn(
+        KEY_REVISION,
+        SEPARATION,
+        True,
+        "the keys Full is scored on: their data fingerprint (12 characters); '(rescored)' after it for a row run "
+        "before the served data's errata and rescored on its corrected keys from its stored predictions, without "
+        "rerunning (a corrected key's items scored again, dropped items out of n); 'not rescored' for a row without "
+        "per-item outputs here (imported, or the paper's), whose Full is as recorded on the keys before the errata",
+        "Full's items",
     ),
     DerivedColumn(
         SUBSET_CI,
@@ -314,7 +325,7 @@ def comparison(row: dict[str, Any], data_fingerprint: str | None, protocol: str 
         return PAPER
     if not row.get("data_fingerprint"):
         return UNKNOWN_DATA
-    if row["data_fingerprint"] != data_fingerprint:
+    if (row.get("key_revision") or row["data_fingerprint"]) != data_fingerprint:  # rescored: on the served keys
         return OTHER_DATA
     if row.get("protocol") != protocol:
         return OTHER_PROTOCOL
@@ -548,6 +559,7 @@ class Board:
         protocol: str = PROTOCOL,
         practice: Any = None,
         raters: int = RATERS_PER_ITEM,
+        rescorer: Rescorer | None = None,
     ):
         self.store = store
         self.data_fingerprint = data_fingerprint
@@ -563,6 +575,7 @@ class Board:
         self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] = {}
         self._pool = PoolFacts()  # the hidden pool the fresh columns are shown against
         self.raters = raters  # the study's N: the practitioners' reference on fresh items is their majority
+        self.rescorer = rescorer  # the served data's errata: rows run before them rescored on the corrected keys
 
     def _rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference
@@ -572,6 +585,8 @@ class Board:
                 rows = self.practice.reference_rows(rows)
             except Exception:  # the data may be unreachable: the rows as recorded
                 logging.getLogger("tcmqa.board").exception("recomputing the practitioners' reference failed")
+        if self.rescorer is not None:
+            rows = self.rescorer.rows(rows, self.reference.outcomes)
         return rows
 
     def frame(self) -> pd.DataFrame:
@@ -595,6 +610,8 @@ class Board:
                 correctness = outcomes.ByKey(self.reference.outcomes)
                 rows = self._rows(self._results)
                 self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool)
+                if self.rescorer is not None and self.rescorer.errata:  # the paper's rows have no outputs here
+                    self._frame.loc[self._frame["Origin"] == "reported", KEY_REVISION] = NOT_RESCORED
                 self._version, self._practice_version = version, practice
             return self._frame
 

@@ -24,6 +24,7 @@ from tcmqa.leaderboard.explorer_tab import explorer_tab
 from tcmqa.leaderboard.identity import Guard
 from tcmqa.leaderboard.lang import language_selector, t, tab_labels
 from tcmqa.leaderboard.practice_tab import practitioners_tab
+from tcmqa.leaderboard.rescored import Rescorer
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
 from tcmqa.store import Store, open_store
@@ -43,11 +44,13 @@ def build_app(
     policy = settings.policy()
     # the study read from its pinned source, the Space's pseudonym key, N raters, admins (Settings owns them)
     practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
+    served = served_fingerprint(settings.data)
     board = board_lib.Board(
         store,
-        data_fingerprint=served_fingerprint(settings.data),
+        data_fingerprint=served,
         practice=practice if settings.practice else None,
         raters=settings.practice_raters,
+        rescorer=Rescorer(store, settings.data, served),  # the data's errata: earlier runs rescored on its keys
     )
     # the published runs' outcomes, aggregated once into the store: the board counts imported rows on the current subset
     threading.Thread(target=model_outputs.record_published, args=(store, settings.data), daemon=True).start()
