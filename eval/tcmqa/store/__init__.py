@@ -33,6 +33,7 @@ the connection core:
     tcmqa.store.pool        the fresh pool: written items, their blind answers and reviews, the event log
     tcmqa.store.backfill    back-fill jobs: the hidden pool evaluated again for a finished evaluation's row
     tcmqa.store.quick       quick jobs' estimates of Full and the anchor sets they use, apart from the results
+    tcmqa.store.adjudication  key adjudication: suspect items put to reviewers, their verdicts
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from tcmqa.store.adjudication import AdjudicationStore
 from tcmqa.store.admin import AdminStore
 from tcmqa.store.backfill import BackfillStore
 from tcmqa.store.core import _MIGRATE_LOCK, store_url
@@ -120,6 +122,7 @@ class Store(
     PoolStore,
     BackfillStore,
     QuickStore,
+    AdjudicationStore,
 ):
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 
