@@ -336,6 +336,16 @@ def test_ray_cluster_runs_the_shards_on_two_nodes_and_resumes_after_losing_one(r
         cli.main(ray_eval_argv(base, out, "--ray", ray_cluster.address, "--shards", "3", "--limit", "5", "--resume"))
 
 
+def test_ray_cluster_local_without_address_runs_and_merges(base, whole, tmp_path):
+    """`--ray` alone: a Ray started for the run on this machine, its shards merged into the unsharded rows."""
+    out = tmp_path / "run"
+    argv = ray_eval_argv(base, out, "--ray", "--shards", "2", "--limit", "8")
+    done = subprocess.run([sys.executable, "-m", "tcmqa", *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same_rows(read_outputs(out), read_outputs(whole.out).iloc[:8].reset_index(drop=True))
+    assert all(len(ray_attempts(out, i)) == 1 for i in range(2))
+
+
 def test_ray_cluster_refuses_an_unreachable_address_in_seconds(base, tmp_path):
     with socket.socket() as free:
         free.bind(("127.0.0.2", 0))
