@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from space_fixtures import write_folder
+from space_fixtures import BROWSER, SHOTS, hub_models, launch, local_settings, open_chromium, write_folder
 
 from tcmqa import quick_anchors
 from tcmqa.data import load_config
@@ -201,6 +201,48 @@ def test_quick_estimate_worker_fails_a_quick_job_without_anchors(tmp_path: Path,
     assert store.get(job.id).reason.startswith("the quick job's anchor items could not be chosen")  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="--quick-anchors is a number of items, at least 1, not 0"):
         WorkerConfig(quick_anchors=0, hosted=False)
+
+
+@pytest.mark.browser
+@BROWSER[1]
+def test_quick_estimate_in_the_browser_board_submit_and_upgrade(tmp_path: Path, demo_tree: Path) -> None:
+    """The board shows the estimate apart and last; the Submit form queues a quick job; Upgrade queues its full run."""
+    from playwright.sync_api import expect, sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    store = SQLiteStore(tmp_path / "store")
+    finish_models(store, demo_tree, tmp_path, 3)
+    quick_id = finished_quick(store, "org/quick", "b" * 40)
+    model = write_folder(tmp_path / "my-model")
+    demo, url = launch(local_settings(store.root, demo_tree), store, hub_models())
+    try:
+        with sync_playwright() as p:
+            browser = open_chromium(p)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            table = page.locator("#board-table")
+            expect(table.get_by_text("Qwen2.5-14B-Inst.")).to_be_visible(timeout=30_000)
+            page.locator("#board-search textarea").fill("org/")  # the three full rows, then the quick one
+            expect(table.get_by_test_id("cell-3-1")).to_have_text(board_lib.QUICK_ESTIMATE, timeout=30_000)
+            expect(table.get_by_test_id("cell-3-0")).to_have_text("org/quick")
+            expect(table.locator("span.text", has_text="≈ 41.2 ± 2.1 (200 anchors 01234567")).to_be_visible()
+            page.screenshot(path=SHOTS / "quick-01-board.png", full_page=True)
+
+            page.get_by_role("tab", name="Submit").click()
+            page.locator("#submit-model textarea").fill(str(model))
+            page.locator("#submit-kind").get_by_text("Quick estimate", exact=True).click()
+            page.locator("#submit-button").click()
+            expect(page.locator("#submit-feedback")).to_contain_text("as a quick estimate of Full", timeout=30_000)
+            page.locator("#submit-job textarea").fill(quick_id)
+            page.locator("#submit-upgrade").click()
+            feedback = page.locator("#submit-feedback")
+            expect(feedback).to_contain_text("Queued the full evaluation of org/quick", timeout=30_000)
+            page.screenshot(path=SHOTS / "quick-02-submit-upgrade.png", full_page=True)
+            browser.close()
+    finally:
+        demo.close()
+    kinds = sorted((j.model, j.kind, j.status) for j in store.jobs() if j.model in ("org/quick", "my-model"))
+    assert kinds == [("my-model", QUICK, "PENDING"), ("org/quick", EVAL, "PENDING"), ("org/quick", QUICK, FINISHED)]
 
 
 @pytest.mark.engine
