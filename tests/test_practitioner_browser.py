@@ -422,6 +422,8 @@ def test_practitioner_browser_keyboard_only_block(tmp_path: Path, multi_tree: Pa
     with practice_page(tmp_path, multi_tree, block=3) as (store, _browser, page):
         page.locator("#tab-practitioners-button").focus()
         page.keyboard.press("Enter")
+        # the page's load has run (it fills the name field with a remembered one): typing starts after it
+        expect(page.locator("#practice-next-info")).to_contain_text("next block would complete", timeout=30_000)
         page.locator("#practice-licence input").focus()
         page.keyboard.press("Space")
         page.locator("#practice-name textarea, #practice-name input").first.focus()
