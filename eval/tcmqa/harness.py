@@ -70,6 +70,13 @@ class EvalConfig:
     )
     limit: int | None = field(default=None, metadata={"help": "evaluate only the first N items", "metavar": "N"})
     subset_only: bool = field(default=False, metadata={"help": "only the practitioners' comparison subset"})
+    items: Path | None = field(
+        default=None,
+        metadata={
+            "help": "evaluate only the items FILE lists (ids, one a line): a quick job's anchors (tcmqa.quick_anchors)",
+            "metavar": "FILE",
+        },
+    )
     out: Path | None = field(
         default=None,
         metadata={
@@ -164,6 +171,7 @@ class EvalConfig:
         self.out = None if self.out is None else Path(self.out)
         self.chat_template = None if self.chat_template is None else Path(self.chat_template)
         self.pool = None if self.pool is None else Path(self.pool)
+        self.items = None if self.items is None else Path(self.items)
         self.released = release_date(self.released)
         if self.pool_only and self.pool is None:
             raise ValueError("--pool-only evaluates the hidden pool: give it with --pool FILE")
@@ -305,10 +313,13 @@ def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any, list[di
     if config.subset_only:
         wanted = set(subset["item_id"])
         items = [item for item in items if item["id"] in wanted]
+    if config.items is not None:
+        listed = set(config.items.read_text(encoding="utf-8").split())
+        items = [item for item in items if item["id"] in listed]
     if config.limit is not None:
         items = items[: config.limit]
     if not items:
-        raise SystemExit(f"no items to evaluate in {config.data} (after --subset-only/--limit)")
+        raise SystemExit(f"no items to evaluate in {config.data} (after --subset-only/--items/--limit)")
     return items, subset, scorable
 
 
