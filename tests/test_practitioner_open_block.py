@@ -75,7 +75,8 @@ ENDPOINTS: dict[str, str] = {
     "board": "show_board: the leaderboard rows",
     "show_board": "show_board (private: a board filter changed): the leaderboard rows",
     "refresh_families": "refresh_families (private, on the timer): the family choices",
-    "plots": "show_plots: board aggregates for the two plots (Figure 2 and the Subset bars)",
+    "plots": "show_plots: board aggregates for the plots (Figure 2, the one scale, the Subset bars) and each "
+    "practitioner's ability (a pseudonym, an aggregate over finished blocks)",
     # Compare and Model tabs (tcmqa.leaderboard.tabs)
     "compare": "show_compare: two models' aggregates and the items where they differ, open-block items never listed",
     "model_page": "show_model: one model's aggregates beside the practitioners', calibration and probes; no item",

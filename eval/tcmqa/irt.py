@@ -255,3 +255,13 @@ def items(outcome: Outcomes, fit: Fit) -> pd.DataFrame:
         {"item_id": outcome.item_ids, "difficulty": fit.b, "difficulty_se": fit.b_se,
          "discrimination": fit.a, "discrimination_se": fit.a_se, "n_respondents": outcome.observed.sum(1)}
     )  # fmt: skip
+
+
+def ability_at(fit: Fit, share: float) -> float:
+    """The ability whose expected share right over the fit's items is ``share`` (between 0 and 1): where an
+    accuracy, such as a pass mark, lies on the scale. Bisection: the expected share rises with ability."""
+    low, high = -8.0, 8.0
+    for _ in range(50):
+        mid = (low + high) / 2
+        low, high = (mid, high) if fit.p(theta=np.array([mid])).mean() < share else (low, mid)
+    return (low + high) / 2

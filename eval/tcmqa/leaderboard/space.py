@@ -15,7 +15,7 @@ import pandas as pd
 from tcmqa import forms
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard import model_outputs, queue, tabs
+from tcmqa.leaderboard import model_outputs, outcomes, queue, tabs
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.about import about_markdown
 from tcmqa.leaderboard.errors import reported
@@ -23,6 +23,7 @@ from tcmqa.leaderboard.explorer import Explorer
 from tcmqa.leaderboard.explorer_tab import explorer_tab
 from tcmqa.leaderboard.identity import Guard
 from tcmqa.leaderboard.practice_tab import practitioners_tab
+from tcmqa.leaderboard.scale import Scales
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
 from tcmqa.store import Store, open_store
@@ -42,16 +43,20 @@ def build_app(
     policy = settings.policy()
     # the study read from its pinned source, the Space's pseudonym key, N raters, admins (Settings owns them)
     practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
+    # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
+    explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
+    # the one scale of models and practitioners, fitted in the background over what the explorer serves
+    explorer.scales = Scales(outcomes.shared(store), explorer.responses, explorer.domains)
     board = board_lib.Board(
         store,
         data_fingerprint=served_fingerprint(settings.data),
         practice=practice if settings.practice else None,
         raters=settings.practice_raters,
+        scales=explorer.scales,
+        pass_mark=settings.pass_mark,
     )
     # the published runs' outcomes, aggregated once into the store: the board counts imported rows on the current subset
     threading.Thread(target=model_outputs.record_published, args=(store, settings.data), daemon=True).start()
-    # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
-    explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
     # who is calling, for every handler: a public view, a practitioner's session or an admin's action
     guard = Guard(
         hosted=settings.hosted, admins=settings.practice_admins, admin_token=settings.admin_token, store=store
@@ -170,6 +175,7 @@ def build_app(
             table = gr.Dataframe(
                 interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label=board_lib.LEGEND
             )
+            gr.Markdown(board_lib.pass_note(settings.pass_mark), elem_id="board-pass-mark")
             inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending]
             for control in inputs:
                 control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
@@ -178,7 +184,7 @@ def build_app(
         tabs.plots_tab(board, demo, timer, guard.public)  # the paper's Figure 2 and the Subset bars
         with gr.Tab("Item explorer"):  # search, filters, pages of items; the item page a row opens
             item_id = explorer_tab(explorer, board, demo, guard.public)
-        tabs.analysis_tabs(settings, store, practice, item_id, demo, guard.public)  # Compare and Model
+        tabs.analysis_tabs(settings, store, practice, item_id, demo, guard.public, explorer.scales)  # Compare, Model
         with gr.Tab("Submit"):
             if settings.hosted:
                 gr.LoginButton()
