@@ -21,6 +21,7 @@ Only aggregates over items are shown, never an item, so nothing here can give aw
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,8 +33,10 @@ from matplotlib.gridspec import GridSpec
 
 from tcmqa import figures, passmark
 from tcmqa.data import has_config, load_config
+from tcmqa.errata import data_errata
 from tcmqa.leaderboard.compare import UNRATED, Comparator
 from tcmqa.leaderboard.scale import Scale, Scales
+from tcmqa.rescore import corrected
 from tcmqa.results import PROBE_COLUMNS
 from tcmqa.schema import DOMAINS, RESULT_COLUMNS
 from tcmqa.tables import DIFFICULTY_LEVELS
@@ -92,13 +95,15 @@ class ModelPage:
     probes: pd.DataFrame  # measure, value, meaning
     scale: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=SCALE_COLUMNS))
     passes: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=PASS_COLUMNS))
+    errata: int = 0  # the served data's errata its run was scored under (rescored from its predictions)
 
     def summary(self) -> str:
         if not self.n_items:
             return f"**{self.model}** has no outputs here."
+        keys = f" Scored on the corpus's current keys ({self.errata} errata applied)." if self.errata else ""
         return (
             f"**{self.model}**: {self.n_items:,} items scored, {self.n_subset:,} of them in the practitioners' "
-            "subset (the tables below are on those)."
+            f"subset (the tables below are on those).{keys}"
         )
 
     def domain_figure(self) -> Figure:
@@ -228,9 +233,17 @@ class ModelPages:
         same = [r for r in rows if run is not None and str(r.get("revision") or "") == run.revision]
         return (same or rows or [None])[-1]
 
+    @functools.cached_property
+    def errata(self) -> list[dict[str, Any]]:
+        """The served data's errata (none for a corpus never corrected)."""
+        return data_errata(self.source.data)
+
     def page(self, model: str) -> ModelPage:
-        """The model's page on its scored items (a run's rows on flagged items are not scored)."""
-        run = self.source.outputs.of(model, ["item_id", "correct"])
+        """The model's page on its scored items (a run's rows on flagged items are not scored), its run scored on
+        the served keys (:func:`tcmqa.rescore.corrected`: a run made before the errata is rescored from its
+        stored predictions)."""
+        columns = ["item_id", "correct", *(["prediction"] if self.errata else [])]
+        run = corrected(self.source.outputs.of(model, columns), self.errata)
         corpus = self.source.corpus
         run = run[run["item_id"].isin(set(corpus.loc[~corpus["flagged"].astype(bool), "id"]))]
         row = self.results_row(model)
@@ -239,6 +252,7 @@ class ModelPages:
         latest = self.scales.latest if self.scales is not None else None
         return dataclasses.replace(
             page,
+            errata=len(self.errata),
             scale=on_scale(model, chosen.revision if chosen else None, latest),
             passes=pass_scopes(run, corpus, row, self.pass_mark) if len(run) else page.passes,
         )
