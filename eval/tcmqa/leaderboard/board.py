@@ -60,9 +60,9 @@ import pandas as pd
 
 from tcmqa.fresh.gap import MIN_POOL
 from tcmqa.leaderboard import outcomes, uncertainty
+from tcmqa.leaderboard.rescored import KEY_REVISION, NOT_RESCORED, Rescorer
 from tcmqa.leaderboard.scale import Scale, Scales
 from tcmqa.passmark import PASS_MARK, check_mark, verdict
-from tcmqa.leaderboard.rescored import KEY_REVISION, NOT_RESCORED, Rescorer
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
 from tcmqa.runs import data_fingerprint

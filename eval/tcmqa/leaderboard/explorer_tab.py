@@ -126,7 +126,7 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
 
     raters = max(RATERS_PER_ITEM, explorer.raters)  # consensus: 0..N practitioners correct
     gr.Markdown(
-        "Search the stems and options, filter, and click a row to open its item. **Difficulty** and **discrimination**: the item on the one scale (see its page). **Consensus**: how many of the "
+        "Search the stems and options, filter, and click a row to open its item. **Consensus**: how many of the "
         "item's practitioners answered it correctly (subset items). **Outcome**: the chosen model against the "
         "practitioners' majority. Items in a practitioner block still being answered show no consensus or "
         "outcome and are left out of those filters."
