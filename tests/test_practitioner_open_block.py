@@ -88,6 +88,7 @@ ENDPOINTS: dict[str, str] = {
     "job": "the job's status markdown",
     "queue": "show_queue: the jobs table",
     "job_log": "show_log: the end of a job's harness log, as text",
+    "upgrade": "upgrade_quick: a finished quick estimate's full evaluation queued; its verdict and job id",
     "admin_cancel": "admin_cancel: an admin cancels a job (admins only); the job's status markdown",
     "admin_requeue": "admin_requeue: an admin re-queues a FAILED job (admins only); the job's status markdown",
     "admin_withdraw": "admin_withdraw: an admin withdraws a published row (admins only); the job's status markdown",

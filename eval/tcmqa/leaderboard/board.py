@@ -64,6 +64,7 @@ from tcmqa.leaderboard.rescored import KEY_REVISION, NOT_RESCORED, Rescorer
 from tcmqa.leaderboard.scale import Scale, Scales
 from tcmqa.passmark import PASS_MARK, check_mark, verdict
 from tcmqa.prompts import PROTOCOL
+from tcmqa.quick_anchors import estimate_text
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
 from tcmqa.runs import data_fingerprint
 from tcmqa.schema import RATERS_PER_ITEM, RESULT_COLUMNS
@@ -116,6 +117,7 @@ GAP_MARK = "⚑"  # the Gap vs human interval lies above 0
 ABILITY = "Ability"
 ABILITY_SE = "Ability SE"
 PASSES = "Passes"
+ESTIMATE = "Quick estimate"
 DERIVED = (
     DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)", "Full's items"),
     DerivedColumn(
@@ -192,6 +194,18 @@ DERIVED = (
         "domains) of those with items; the model page lists each",
         "Full's, Fresh's and each unit's items",
     ),
+    DerivedColumn(
+        ESTIMATE,
+        "Full",
+        True,
+        "a quick job's estimate of Full from its anchor items only, '≈ value ± error': the error is the root mean "
+        "square error of the estimate when each of the board's models is left out in turn (measured, not assumed); "
+        "with too few models to fit, the default anchors and the estimate's binomial standard error. Quick rows "
+        "have no Full: they are never ranked, plotted, compared or tested against full rows, and a full run of the "
+        "same model and revision replaces its estimate",
+        "the anchor items (a quick job's)",
+        True,
+    ),
 )
 
 
@@ -216,7 +230,8 @@ OTHER_PROTOCOL = "other protocol"
 OTHER_DATA = "other data"
 UNKNOWN_DATA = "data unknown"
 PAPER = "reported in the paper"
-COMPARISONS = [COMPARABLE, PARTIAL, OTHER_PROTOCOL, OTHER_DATA, UNKNOWN_DATA, PAPER]
+QUICK_ESTIMATE = "quick estimate"  # a quick job's row: an estimate of Full, kept apart from every full row
+COMPARISONS = [COMPARABLE, PARTIAL, OTHER_PROTOCOL, OTHER_DATA, UNKNOWN_DATA, PAPER, QUICK_ESTIMATE]
 _RANK = {label: rank for rank, label in enumerate(COMPARISONS)}
 COMPARISON_COLUMN = DerivedColumn(
     COMPARISON,
@@ -226,7 +241,8 @@ COMPARISON_COLUMN = DerivedColumn(
     "protocol; Coverage 100%), 'partial' (a run on part of the items), 'other protocol', 'other data' (another "
     "fingerprint, e.g. a demo tree or the corpus before a fix), 'data unknown' (a row that recorded no fingerprint) "
     "or 'reported in the paper' (the paper's own corpus); only comparable rows are ranked against each other, the "
-    "others are shown for reference",
+    "others are shown for reference; 'quick estimate' rows (a quick job's estimate of Full, no Full) always come "
+    "last, whatever the sort",
 )
 # the board table's label in the Space: how to read the Comparison column
 LEGEND = (
@@ -235,7 +251,8 @@ LEGEND = (
     "'other protocol', 'other data', 'data unknown' and 'reported in the paper' (the paper's own corpus) are "
     "shown for reference (filter them with Comparison above). ≈ next by Full: a paired test does not separate "
     "the row from the model it names, the next better comparable row by Full, whatever the sort (≠: it does; "
-    "see About)"
+    "see About). 'quick estimate' rows, always last: Full estimated from a few hundred anchor items, "
+    "'≈ value ± error' in Quick estimate, never ranked or plotted with full rows; upgrade one in Submit"
 )
 
 
@@ -386,7 +403,8 @@ def order(frame: pd.DataFrame, sort_by: str = "Full", descending: bool = True) -
     frame = frame.iloc[np.argsort(ranks, kind="stable")]
     if sort_by in frame:
         frame = frame.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable", key=_sort_key)
-    return frame
+    # an estimate is never ranked among full rows: the quick rows come after every other, whatever the sort
+    return frame.iloc[np.argsort((frame[COMPARISON] == QUICK_ESTIMATE).to_numpy(), kind="stable")]
 
 
 def significant(values: pd.Series, digits: int = 4) -> pd.Series:
@@ -448,6 +466,34 @@ def _derived(row: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def quick_rows(estimates: Sequence[Any], evaluated: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The board rows of finished quick jobs (``estimates``, newest first: :meth:`tcmqa.store.Store.quick_estimates`):
+    the latest per model and revision, none for a model and revision that has an evaluated row (its full run
+    replaced the estimate). No Full, no row position: the estimate is text, in its own group."""
+    full = {(r.get("model"), r.get("revision")) for r in evaluated if r.get("origin") != "reported"}
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for job in estimates:
+        estimate = job.meta.get("estimate") or {}
+        if not estimate or (job.model, job.revision) in full or (job.model, job.revision) in rows:
+            continue
+        family = estimate.get("family") or job.meta.get("family")
+        rows[job.model, job.revision] = {
+            "model": job.model,
+            "revision": job.revision,
+            "origin": "evaluated",
+            "family": canonical_family(family)
+            if (family := estimate.get("family") or job.meta.get("family"))
+            else None,
+            "params_b": estimate.get("params_b") or job.meta.get("params_b"),
+            "date": estimate.get("date"),
+            "engine": estimate.get("engine"),
+            "protocol": job.protocol,
+            "comparison": QUICK_ESTIMATE,
+            ESTIMATE: estimate_text(estimate),
+        }
+    return list(rows.values())
+
+
 def merge(
     evaluated: Sequence[dict[str, Any]],
     data_fingerprint: str | None = None,
@@ -455,8 +501,10 @@ def merge(
     correctness: uncertainty.Correctness | None = None,
     marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] | None = None,
     pool: PoolFacts | None = None,
+    quick: Sequence[dict[str, Any]] = (),
 ) -> pd.DataFrame:
-    """Reported + reference + evaluated rows, in board columns with a Comparison label, by Full descending.
+    """Reported + reference + evaluated rows, in board columns with a Comparison label, by Full descending; then
+    the quick estimates (:func:`quick_rows`), in their own group, with no Full.
 
     ``pool``: the hidden pool (:class:`PoolFacts`); the fresh columns stay empty while it is too small.
 
@@ -497,7 +545,7 @@ def merge(
                 **human_fresh(pool),
             )
         )
-    frame = pd.DataFrame([*_reported_records(), *references, *rows])  # one frame of dicts: no concat of dtypes
+    frame = pd.DataFrame([*_reported_records(), *references, *rows, *quick])  # one frame of dicts: no concat of dtypes
     labels = {v: k for k, v in COLUMNS.items()} | {"comparison": COMPARISON}
     frame = frame.rename(columns=labels).reindex(columns=["Model", COMPARISON, *CHOICES, ROW])
     frame["Origin"] = frame["Origin"].fillna("evaluated")
@@ -644,6 +692,7 @@ class Board:
         # p-values of the pairs tested (their runs unchanged)
         self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] = {}
         self._pool = PoolFacts()  # the hidden pool the fresh columns are shown against
+        self._quick: list[Any] = []  # the finished quick jobs (their estimates)
         self.raters = raters  # the study's N: the practitioners' reference on fresh items is their majority
         self.rescorer = rescorer  # the served data's errata: rows run before them rescored on the corrected keys
 
@@ -663,7 +712,7 @@ class Board:
         """The merged board. A finished or imported run merges it anew; a practitioner's response (only the
         practice version changed) sets the subset columns in place (:func:`with_reference`)."""
         pool_version = self.store.fresh_pool_version()
-        version = f"{self.store.version()}|{self.store.outcomes_version()}|{pool_version}"
+        version = f"{self.store.version()}|{self.store.outcomes_version()}|{pool_version}|{self.store.quick_version()}"
         practice = self.store.practice_version() if self.practice is not None else ""
         with self._lock:
             if version == self._version and practice != self._practice_version:
@@ -675,11 +724,15 @@ class Board:
                 if changed:  # their pairs are tested again (a row without revision reads its model's latest run)
                     self._marks = {pair: m for pair, m in self._marks.items() if not {pair[0][0], pair[1][0]} & changed}
                 self._results = self.store.results()
+                self._quick = self.store.quick_estimates()
                 if pool_version != self._pool.version:
                     self._pool = PoolFacts.of(self.store, self.raters)
                 correctness = outcomes.ByKey(self.reference.outcomes)
                 rows = self._rows(self._results)
-                self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool)
+                quick = quick_rows(self._quick, rows)
+                self._frame = merge(
+                    rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool, quick
+                )
                 if self.rescorer is not None and self.rescorer.errata:  # the paper's rows have no outputs here
                     self._frame.loc[self._frame["Origin"] == "reported", KEY_REVISION] = NOT_RESCORED
                 self._version, self._practice_version = version, practice

@@ -145,6 +145,18 @@ STRINGS: dict[str, tuple[str, str, str]] = {
         "“发布后新题”只计该日期之后收录的隐藏试题",
         "「發布後新題」只計該日期之後收錄的隱藏試題",
     ),
+    "submit_kind": ("Evaluation", "评测方式", "評測方式"),
+    "submit_kind_eval": ("Full evaluation", "完整评测", "完整評測"),
+    "submit_kind_quick": ("Quick estimate", "快速估计", "快速估計"),
+    "submit_kind_info": (
+        "Quick estimate: a few hundred anchor items only, Full estimated with its measured error (shown apart on the "
+        "board, never ranked); upgrade it to a full run later",
+        "快速估计：只评测几百道锚定试题，给出 Full 的估计及其实测误差（在榜单上单独显示，不参与排名）；"
+        "之后可升级为完整评测",
+        "快速估計：只評測幾百道錨定試題，給出 Full 的估計及其實測誤差（在榜單上單獨顯示，不參與排名）；"
+        "之後可升級為完整評測",
+    ),
+    "upgrade_button": ("Upgrade to a full run", "升级为完整评测", "升級為完整評測"),
     "submit_button": ("Submit for evaluation", "提交评测", "提交評測"),
     "job_id": ("Job id", "任务 id", "任務 id"),
     "show_log": ("Show log", "查看日志", "查看日誌"),

@@ -27,8 +27,8 @@ from tcmqa.leaderboard.practice_tab import practitioners_tab
 from tcmqa.leaderboard.rescored import Rescorer
 from tcmqa.leaderboard.scale import Scales
 from tcmqa.leaderboard.settings import Settings
-from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
-from tcmqa.store import Store, open_store
+from tcmqa.leaderboard.validation import KINDS, Rejected, enqueue, submitter, upgrade, validate
+from tcmqa.store import EVAL, QUICK, Store, open_store
 from tcmqa.store.admin import NotAllowed
 
 
@@ -96,20 +96,36 @@ def build_app(
         return gr.update(choices=board.families(), value=current)
 
     @guard.public  # anyone may submit (hosted: the signed-in account, checked by ``submitter``)
-    def submit(model_id: str, revision: str, released: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+    def submit(
+        model_id: str, revision: str, released: str, kind: str | None, profile: gr.OAuthProfile | None
+    ) -> tuple[str, str]:
+        kind = kind or EVAL
         try:
             user = submitter(profile, policy)
-            accepted = validate(model_id, revision, user=user, api=api, store=store, policy=policy, released=released)
-            job = enqueue(accepted, user=user, store=store, policy=policy)
+            accepted = validate(
+                model_id, revision, user=user, api=api, store=store, policy=policy, released=released, kind=kind
+            )
+            job = enqueue(accepted, user=user, store=store, policy=policy, kind=kind)
         except Rejected as err:
             return f"❌ {err}", ""
         except Exception as err:
             return f"❌ The submission could not be queued: {reported(err, 'submit')}.", ""
+        what = "a quick estimate of Full (the anchor items only)" if kind == QUICK else "job"
         return (
-            f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as job `{job.id}`: "
+            f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as {what} `{job.id}`: "
             "PENDING. Its status updates below.",
             job.id,
         )
+
+    @guard.public  # anyone signed in may upgrade a finished quick estimate (the rate limit counts it)
+    def upgrade_quick(job: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+        try:
+            full = upgrade(job, user=submitter(profile, policy), store=store, policy=policy)
+        except Rejected as err:
+            return f"❌ {queue.escaped(str(err))}", job
+        except Exception as err:
+            return f"❌ The upgrade could not be queued: {reported(err, 'upgrade')}.", job
+        return f"✅ Queued the full evaluation of {full.model} as job `{full.id}`: it replaces the estimate.", full.id
 
     @guard.public
     def show_queue() -> pd.DataFrame:
@@ -220,13 +236,23 @@ def build_app(
                     info=t("submit_released_info"),
                     elem_id="submit-released",
                 )
+            kind = gr.Radio(
+                [(t(f"submit_kind_{value}"), value) for value in KINDS],
+                value=EVAL,
+                label=t("submit_kind"),
+                info=t("submit_kind_info"),
+                elem_id="submit-kind",
+            )
             submit_button = gr.Button(t("submit_button"), variant="primary", elem_id="submit-button")
             feedback = gr.Markdown(elem_id="submit-feedback")
             job_id = gr.Textbox(label=t("job_id"), elem_id="submit-job")
             status = gr.Markdown(elem_id="submit-status")
-            log_button = gr.Button(t("show_log"), size="sm", elem_id="submit-show-log")
+            with gr.Row():
+                log_button = gr.Button(t("show_log"), size="sm", elem_id="submit-show-log")
+                upgrade_button = gr.Button(t("upgrade_button"), size="sm", elem_id="submit-upgrade")
             log_text = gr.Textbox(label=t("harness_log"), lines=8, interactive=False, elem_id="submit-log")
-            submit_button.click(submit, [model_id, revision, released], [feedback, job_id], api_name="submit")
+            submit_button.click(submit, [model_id, revision, released, kind], [feedback, job_id], api_name="submit")
+            upgrade_button.click(upgrade_quick, job_id, [feedback, job_id], api_name="upgrade")
             status_timer = gr.Timer(2)
             gr.on(
                 [job_id.change, status_timer.tick],
