@@ -72,15 +72,15 @@ def main() -> None:
     runs = [r.run for r in outcomes.runs]
 
     for label, chosen in (("cold", runs[:-1]), ("warm, one model added", runs), ("unchanged (cached)", runs)):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         scale = scales.refresh(chosen)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         assert scale is not None
         fitted = scale.by_run()["theta"].reindex(chosen).to_numpy()
         r = np.corrcoef(fitted, theta[: len(chosen)])[0, 1]
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         print(
-            f"{label}: {seconds:.1f} s, {scale.fit.iterations} steps, {scale.outcome.y.shape[0]:,} items x "
+            f"{label}: {seconds:.1f} s wall, {cpu:.1f} s CPU, {scale.fit.iterations} steps, {scale.outcome.y.shape[0]:,} items x "
             f"{scale.outcome.y.shape[1]:,} respondents, abilities r = {r:.4f}, peak RSS {peak:.2f} GiB"
         )
 
