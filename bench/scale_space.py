@@ -80,8 +80,9 @@ def main() -> None:
         r = np.corrcoef(fitted, theta[: len(chosen)])[0, 1]
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         print(
-            f"{label}: {seconds:.1f} s wall, {cpu:.1f} s CPU, {scale.fit.iterations} steps, {scale.outcome.y.shape[0]:,} items x "
-            f"{scale.outcome.y.shape[1]:,} respondents, abilities r = {r:.4f}, peak RSS {peak:.2f} GiB"
+            f"{label}: {seconds:.1f} s wall, {cpu:.1f} s CPU, {scale.fit.iterations} steps, "
+            f"{scale.outcome.y.shape[0]:,} items x {scale.outcome.y.shape[1]:,} respondents, abilities r = {r:.4f}, "
+            f"peak RSS {peak:.2f} GiB"
         )
 
 
