@@ -23,6 +23,7 @@ from tcmqa.outputs import MANIFEST, RESULTS_FILE, part_files, read_outputs
 
 pytest.importorskip("transformers")
 N_SHARDS = 3
+RAY_SHARDS = 2  # one on each node of the test's Ray cluster
 
 
 @pytest.fixture(scope="module")
@@ -288,19 +289,20 @@ def ray_cluster():
 
 
 def test_ray_cluster_runs_the_shards_on_two_nodes_and_resumes_after_losing_one(ray_cluster, base, whole, tmp_path):
-    """`tcmqa eval --ray ADDRESS --shards 3` on a head and a second node: the shards land on both; the second
-    node is killed while it runs a shard (no retries: the run fails, naming it), and --resume on the head alone
-    runs only that shard and merges the rows of an unsharded run."""
+    """`tcmqa eval --ray ADDRESS --shards 2` on a head and a second node (one CPU each): the shards land on both;
+    the second node is killed while it runs a shard (no retries: the run fails, naming it), and --resume on the
+    head alone runs only that shard and merges the rows of an unsharded run."""
     second = ray_cluster.nodes[1]
     out = tmp_path / "run"
-    argv = [sys.executable, "-m", "tcmqa", *ray_eval_argv(base, out, "--ray", ray_cluster.address, "--shards", "3")]
+    flags = ("--ray", ray_cluster.address, "--shards", str(RAY_SHARDS))
+    argv = [sys.executable, "-m", "tcmqa", *ray_eval_argv(base, out, *flags)]
     log = tmp_path / "first.log"
     with log.open("w") as sink:
         first = subprocess.Popen([*argv, "--ray-retries", "0"], stdout=sink, stderr=subprocess.STDOUT)
     try:
 
         def on_second():
-            return [(i, a) for i in range(N_SHARDS) for a in ray_attempts(out, i) if second.holds(a["pid"])]
+            return [(i, a) for i in range(RAY_SHARDS) for a in ray_attempts(out, i) if second.holds(a["pid"])]
 
         [(lost, lost_attempt)] = wait_for(on_second, 240, "shard on the second node", first, log)
         second.kill()
@@ -308,10 +310,10 @@ def test_ray_cluster_runs_the_shards_on_two_nodes_and_resumes_after_losing_one(r
     finally:
         first.kill()
     said = log.read_text()
-    assert f"1 of {N_SHARDS} shards failed" in said and f"shard {lost}/{N_SHARDS}:" in said, said[-3000:]
+    assert f"1 of {RAY_SHARDS} shards failed" in said and f"shard {lost}/{RAY_SHARDS}:" in said, said[-3000:]
     assert "rerun with --resume" in said
-    done = [i for i in range(N_SHARDS) if ray_shards.finished(ray_shards.shard_dir(out, i))]
-    assert done == [i for i in range(N_SHARDS) if i != lost]
+    done = [i for i in range(RAY_SHARDS) if ray_shards.finished(ray_shards.shard_dir(out, i))]
+    assert done == [i for i in range(RAY_SHARDS) if i != lost]
     before = {i: (ray_attempts(out, i), (ray_shards.shard_dir(out, i) / RESULTS_FILE).stat().st_mtime) for i in done}
     head_nodes = {a["node_id"] for i in done for a in ray_attempts(out, i)}
     assert lost_attempt["node_id"] not in head_nodes and len(head_nodes) == 1  # the shards landed on both nodes
@@ -319,7 +321,7 @@ def test_ray_cluster_runs_the_shards_on_two_nodes_and_resumes_after_losing_one(r
 
     rerun = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert f"{N_SHARDS - 1} of {N_SHARDS} shards finished already; running [{lost}]" in rerun.stderr
+    assert f"{RAY_SHARDS - 1} of {RAY_SHARDS} shards finished already; running [{lost}]" in rerun.stderr
     for i, (attempts, mtime) in before.items():  # the finished shards were not run again
         assert ray_attempts(out, i) == attempts
         assert (ray_shards.shard_dir(out, i) / RESULTS_FILE).stat().st_mtime == mtime
@@ -331,9 +333,9 @@ def test_ray_cluster_runs_the_shards_on_two_nodes_and_resumes_after_losing_one(r
 
     # a run folder continues only with --resume and the same flags
     with pytest.raises(SystemExit, match="pass --resume"):
-        cli.main(ray_eval_argv(base, out, "--ray", ray_cluster.address, "--shards", "3"))
+        cli.main(ray_eval_argv(base, out, *flags))
     with pytest.raises(SystemExit, match=r"cannot resume: .* \(limit: None there, 5 now\)"):
-        cli.main(ray_eval_argv(base, out, "--ray", ray_cluster.address, "--shards", "3", "--limit", "5", "--resume"))
+        cli.main(ray_eval_argv(base, out, *flags, "--limit", "5", "--resume"))
 
 
 def test_ray_cluster_local_without_address_runs_and_merges(base, whole, tmp_path):

@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from tcmqa.data import has_config, load_config
-from tcmqa.leaderboard import browse, model_outputs
+from tcmqa.leaderboard import browse, lang, model_outputs
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.practice.core import open_block_items  # the finished-block rule's one home
 from tcmqa.leaderboard.scale import MEANING, NOT_FITTED, Scales
@@ -98,15 +98,25 @@ def _text(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
-def _joined(value: Any) -> str:
-    """Letters or domains as shown: a list (or its JSON text) joined by commas."""
+def _listed(value: Any) -> list[str]:
+    """A stored list of letters or domain keys (a list, its JSON text, one string or nothing) as a list."""
     if isinstance(value, str) and value.startswith("["):
         value = json.loads(value)
     if value is None:
-        return ""
+        return []
     if isinstance(value, str):
-        return value
-    return ", ".join(str(v) for v in value)
+        return [value]
+    return [str(v) for v in value]
+
+
+def _joined(value: Any) -> str:
+    """Letters as shown: joined by commas."""
+    return ", ".join(_listed(value))
+
+
+def _domains(value: Any) -> str:
+    """Domain keys as shown: their names in the caller's language (tcmqa.leaderboard.lang)."""
+    return "、".join(lang.domain(key) for key in _listed(value))
 
 
 class Explorer:
@@ -297,8 +307,10 @@ class Explorer:
         outputs = outputs[[c for c in SHOWN_OUTPUT_COLUMNS if c in outputs]].copy()
         outputs["revision"] = outputs["revision"].astype(str).str[:12]  # a commit sha, shortened as on the board
         for frame in (responses, outputs):
-            for col in ("selected", "prediction", "domains"):
+            for col in ("selected", "prediction"):
                 if col in frame:
                     frame[col] = frame[col].map(_joined)
+        if "domains" in responses:
+            responses["domains"] = responses["domains"].map(_domains)
         outputs = outputs.sort_values("model", key=lambda m: m.map({name: i for i, name in enumerate(shown)}))
         return text, responses.reset_index(drop=True), outputs.reset_index(drop=True)

@@ -34,6 +34,7 @@ from matplotlib.gridspec import GridSpec
 from tcmqa import figures, passmark
 from tcmqa.data import has_config, load_config
 from tcmqa.errata import data_errata
+from tcmqa.leaderboard import lang
 from tcmqa.leaderboard.compare import UNRATED, Comparator
 from tcmqa.leaderboard.scale import Scale, Scales
 from tcmqa.rescore import corrected
@@ -88,7 +89,7 @@ class ModelPage:
     model: str
     n_items: int  # items the run scored
     n_subset: int  # of them in the subset
-    by_domain: pd.DataFrame  # domain, 領域, n, model %, practitioners %
+    by_domain: pd.DataFrame  # domain (a key; the page shows its name), n, model %, practitioners %
     by_difficulty: pd.DataFrame  # difficulty, n, model %, practitioners %
     by_consensus: pd.DataFrame  # practitioners correct ("k/N"), n, model %, practitioners %
     calibration: pd.DataFrame  # measure, value, meaning
@@ -111,7 +112,9 @@ class ModelPage:
         series = {PRACTITIONERS: _values(domains, "practitioners %"), self.model: _values(domains, "model %")}
         title = f"{self.model}: per-domain accuracy against the practitioners"
         return _closed(
-            figures.accuracy_by_domain_draw({"title": title, "domains": list(domains["domain"]), "series": series})
+            figures.accuracy_by_domain_draw(  # English names: the figures have no CJK font
+                {"title": title, "domains": [lang.domain(k, "en") for k in domains["domain"]], "series": series}
+            )
         )
 
     def difficulty_figure(self) -> Figure:
@@ -179,7 +182,6 @@ def model_page(model: str, run: pd.DataFrame, subset: pd.DataFrame, row: dict[st
     domains = on.explode("domain")
     keys = [*DOMAINS, *([UNRATED] if (domains["domain"] == UNRATED).any() else [])]
     by_domain = _side_by_side(domains, "domain", keys)
-    by_domain.insert(1, "領域", by_domain["domain"].map(lambda k: DOMAINS.get(k, "未分類")))
     on["difficulty"] = figures._item_rating(on) if len(on) else pd.Series(dtype=int)
     levels = [*([0] if (on["difficulty"] == 0).any() else []), *DIFFICULTY_LEVELS]
     by_difficulty = _side_by_side(on, "difficulty", levels)

@@ -19,6 +19,7 @@ import gradio as gr
 import pandas as pd
 
 from tcmqa.leaderboard import board as board_lib
+from tcmqa.leaderboard import lang
 from tcmqa.leaderboard.compare import PAGE_SIZE, Comparator
 from tcmqa.leaderboard.lang import t
 from tcmqa.leaderboard.model_page import ModelPages
@@ -134,7 +135,7 @@ def analysis_tabs(
         )
         if c.withheld:
             note += f" {c.withheld:,} more are withheld: they are in practitioner blocks still being answered."
-        return c.summary(), c.accuracy, c.by_domain, c.outcomes, c.page(number, right=right), note
+        return c.summary(), c.accuracy, lang.domain_names(c.by_domain), c.outcomes, c.page(number, right=right), note
 
     @safe
     def open_item(event: gr.SelectData) -> str:
@@ -155,7 +156,7 @@ def analysis_tabs(
                 p.summary(),
                 p.scale,
                 p.passes,
-                p.by_domain,
+                lang.domain_names(p.by_domain),
                 None,
                 p.by_difficulty,
                 None,
@@ -168,7 +169,7 @@ def analysis_tabs(
             p.summary(),
             p.scale,
             p.passes,
-            p.by_domain,
+            lang.domain_names(p.by_domain),
             p.domain_figure(),
             p.by_difficulty,
             p.difficulty_figure(),
