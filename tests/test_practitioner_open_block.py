@@ -76,7 +76,8 @@ ENDPOINTS: dict[str, str] = {
     "show_board": "show_board (private: a board filter changed): the leaderboard rows",
     "refresh_families": "refresh_families (private, on the timer): the family choices",
     "tab_names": "tab_names (private, on page load): the tabs' names in the caller's language",
-    "plots": "show_plots: board aggregates for the two plots (Figure 2 and the Subset bars)",
+    "plots": "show_plots: board aggregates for the plots (Figure 2, the one scale, the Subset bars) and each "
+    "practitioner's ability (a pseudonym, an aggregate over finished blocks)",
     # Compare and Model tabs (tcmqa.leaderboard.tabs)
     "compare": "show_compare: two models' aggregates and the items where they differ, open-block items never listed",
     "model_page": "show_model: one model's aggregates beside the practitioners', calibration and probes; no item",

@@ -174,7 +174,7 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
         interactive=False,
         wrap=True,
         max_height=900,
-        column_widths=["9%", "38%", "9%", "20%", "9%", "15%"],
+        column_widths=["8%", "32%", "8%", "17%", "8%", "13%", "7%", "7%"],
         elem_id="explorer-results",
     )
     controls = [search, domain, answer_type, rated, source, consensus, outcome, model, page]

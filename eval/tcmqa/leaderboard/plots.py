@@ -6,21 +6,31 @@ sorted by size. The paper's reported rows are solid lines; the rows evaluated he
 (the served data, the current protocol, full coverage) are dashed lines in their family's colour
 (their Full is on the served corpus, not the paper's, so the two are never joined). Each practitioners'
 reference row is a horizontal line: their majority vote on the subset, the paper's 64.94 and, when
-comparable rows carry one, the majority on their own subset items.
+comparable rows carry one, the majority on their own subset items. The pass mark is a red line.
+
+:func:`ability_figure` draws the one scale (:mod:`tcmqa.leaderboard.scale`): the comparable models' abilities
+(the board's Ability, ± its SE) and every practitioner's on the same axis, and where the pass mark lies on it
+(the ability whose expected accuracy over the fitted items is the mark).
 """
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from tcmqa import figures
 from tcmqa.leaderboard import board as board_lib
+from tcmqa.leaderboard.scale import Scale
+from tcmqa.passmark import PASS_MARK
 
 TITLE = "Figure 2. Accuracy against parameters"
 EVALUATED = " (evaluated)"  # the legend suffix of an evaluated family's line
 REFERENCE_STYLES = ("--", ":")
+PASS_STYLE = {"color": "tab:red", "lw": 1.5, "ls": "-."}
+ABILITY_TITLE = "One scale: models and practitioners (2PL ability)"
+MODELS, PRACTITIONERS = "Comparable models", "Practitioners"
 
 
 def family_lines(points: pd.DataFrame) -> dict[str, dict[str, list]]:
@@ -54,8 +64,9 @@ def subset_bars(frame: pd.DataFrame) -> pd.DataFrame:
     return bars
 
 
-def figure2(frame: pd.DataFrame) -> Figure:
-    """Figure 2 from the board's merged frame (:meth:`tcmqa.leaderboard.board.Board.frame`)."""
+def figure2(frame: pd.DataFrame, mark: float = PASS_MARK) -> Figure:
+    """Figure 2 from the board's merged frame (:meth:`tcmqa.leaderboard.board.Board.frame`), the pass mark
+    ``mark`` (percent) a line."""
     scatter, _ = board_lib.plot_frames(frame)
     reported = scatter[scatter["origin"] == "reported"]
     evaluated = scatter[(scatter["origin"] == "evaluated") & (scatter["comparison"] == board_lib.COMPARABLE)]
@@ -69,10 +80,45 @@ def figure2(frame: pd.DataFrame) -> Figure:
     for style, (_, row) in zip(REFERENCE_STYLES, references.iterrows()):
         label = f"Practitioners {row['Subset']:.2f} ({computed_on(row[board_lib.COMPARISON])})"
         ax.axhline(row["Subset"], ls=style, color="black", lw=1.5, label=label)
+    ax.axhline(mark, label=f"Pass mark {mark:g}%", **PASS_STYLE)
     ax.set_xscale("log")
     ax.set_ylabel("Full exact match (%)")
     fig.set_size_inches(9.5, 4.8)  # room on the right for the legend, outside the lines
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     plt.close(fig)  # drawn on request: pyplot must not keep every one
+    return fig
+
+
+def ability_figure(frame: pd.DataFrame, scale: Scale | None, mark: float = PASS_MARK) -> Figure:
+    """The comparable models (the board's Ability ± Ability SE, top row) and the practitioners (bottom row, each
+    ± its SE) on one ability axis, with the pass mark's ability as a vertical line; a note while not fitted."""
+    fig, ax = plt.subplots(figsize=(9.5, 3.6))
+    ax.set_title(ABILITY_TITLE)
+    models = frame[(frame[board_lib.COMPARISON] == board_lib.COMPARABLE) & (frame["Origin"] == "evaluated")]
+    models = models.dropna(subset=[board_lib.ABILITY])
+    if scale is None or models.empty:
+        ax.text(0.5, 0.5, "Not fitted yet: the scale is fitted in the background", ha="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        plt.close(fig)
+        return fig
+    people = scale.practitioners()
+    rng = np.random.default_rng(0)  # a fixed jitter: the same board draws the same picture
+    for y, name, theta, se in (
+        (1.0, MODELS, models[board_lib.ABILITY].to_numpy(float), models[board_lib.ABILITY_SE].to_numpy(float)),
+        (0.0, PRACTITIONERS, people["theta"].to_numpy(float), people["theta_se"].to_numpy(float)),
+    ):
+        if not len(theta):
+            continue
+        rows = y + rng.uniform(-0.18, 0.18, len(theta))
+        ax.errorbar(theta, rows, xerr=se, fmt="none", ecolor="0.7", lw=0.8, zorder=1)
+        ax.plot(theta, rows, "o", ms=5, alpha=0.85, label=f"{name} (n={len(theta)})", zorder=2)
+    at = scale.ability_at(mark)
+    ax.axvline(at, label=f"Pass mark {mark:g}% (expected Full) at {at:.2f}", **PASS_STYLE)
+    ax.set_yticks([0.0, 1.0], [PRACTITIONERS, MODELS])
+    ax.set_ylim(-0.5, 1.5)
+    ax.set_xlabel("Ability (2PL, the scale of models and practitioners)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    plt.close(fig)
     return fig

@@ -24,8 +24,9 @@ from tcmqa.leaderboard.compare import PAGE_SIZE, Comparator
 from tcmqa.leaderboard.formats import table
 from tcmqa.leaderboard.lang import t
 from tcmqa.leaderboard.model_page import ModelPages
-from tcmqa.leaderboard.plots import figure2, subset_bars
+from tcmqa.leaderboard.plots import ability_figure, figure2, subset_bars
 from tcmqa.leaderboard.practice import PracticeLoader
+from tcmqa.leaderboard.scale import Scales
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.store import Store
 
@@ -33,6 +34,7 @@ Safe = Callable[[Callable[..., Any]], Callable[..., Any]]
 # which differing items the Compare tab lists: the model that got them right (None: either)
 WHICH = {"one is right, the other wrong": None, "A right, B wrong": "A", "B right, A wrong": "B"}
 WHICH_CHOICES = list(WHICH)
+PRACTITIONER_COLUMNS = ["practitioner", "ability", "ability SE", "items", "accuracy %"]
 WHICH_KEYS = dict(zip(WHICH_CHOICES, ("compare_either", "compare_a_right", "compare_b_right"), strict=True))
 
 # after a differing item is clicked (its id is in the explorer's box): open the Item explorer and show it
@@ -50,15 +52,28 @@ OPEN_ITEM_JS = """() => {
 
 
 def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Safe) -> None:
-    """The Plots tab: the paper's Figure 2 from the board, and Subset accuracy high to low."""
+    """The Plots tab: the paper's Figure 2 from the board, the one scale of models and practitioners, and
+    Subset accuracy high to low."""
 
     @safe
-    def show_plots() -> tuple[Any, pd.DataFrame]:
+    def show_plots() -> tuple[Any, Any, pd.DataFrame, pd.DataFrame]:
         frame = board.frame()
-        return figure2(frame), subset_bars(frame)
+        latest = board.scales.latest if board.scales is not None else None
+        people = pd.DataFrame(columns=PRACTITIONER_COLUMNS)
+        if latest is not None:
+            names = {"name": "practitioner", "theta": "ability", "theta_se": "ability SE", "n_items": "items"}
+            people = latest.practitioners().rename(columns={**names, "accuracy": "accuracy %"})[PRACTITIONER_COLUMNS]
+            people = people.sort_values("ability", ascending=False).round(2)
+        mark = board.pass_mark
+        return figure2(frame, mark), ability_figure(frame, latest, mark), people, subset_bars(frame)
 
     with gr.Tab(t("tab_plots"), elem_id="tab-plots"):
         size = gr.Plot(label=t("plots_figure2"), elem_id="plots-figure2")
+        ability = gr.Plot(label="One scale: models and practitioners", elem_id="plots-ability")
+        practitioners = gr.Dataframe(
+            interactive=False, label="Practitioners on the scale (each on the items they answered)",
+            max_height=300, elem_id="plots-practitioners",
+        )  # fmt: skip
         bars = gr.BarPlot(
             x="model",
             y="subset",
@@ -68,7 +83,14 @@ def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Sa
             label=t("plots_subset"),
             x_label_angle=-60,
         )
-    gr.on([demo.load, timer.tick], show_plots, None, [size, bars], api_name="plots", show_progress="hidden")
+    gr.on(
+        [demo.load, timer.tick],
+        show_plots,
+        None,
+        [size, ability, practitioners, bars],
+        api_name="plots",
+        show_progress="hidden",
+    )
 
 
 def _no_comparison(text: str) -> tuple[Any, ...]:
@@ -76,12 +98,18 @@ def _no_comparison(text: str) -> tuple[Any, ...]:
 
 
 def analysis_tabs(
-    settings: Settings, store: Store, practice: PracticeLoader, item_id: gr.Textbox, demo: gr.Blocks, safe: Safe
+    settings: Settings,
+    store: Store,
+    practice: PracticeLoader,
+    item_id: gr.Textbox,
+    demo: gr.Blocks,
+    safe: Safe,
+    scales: Scales | None = None,
 ) -> None:
     """The Compare and Model tabs. ``practice``: the Space's ``PracticeLoader`` (used in practitioner mode
     only); ``item_id``: the Item explorer's id box, which a clicked differing item fills."""
     comparator = Comparator(settings.data, store, settings.practice_raters)
-    pages = ModelPages(comparator, practice if settings.practice else None)
+    pages = ModelPages(comparator, practice if settings.practice else None, scales, settings.pass_mark)
 
     @safe
     def model_choices() -> tuple[Any, Any, Any]:
@@ -120,13 +148,15 @@ def analysis_tabs(
     @safe
     def show_model(model: str | None) -> tuple[Any, ...]:
         if not model:
-            return ("Choose a model.", *[None] * 8)
+            return ("Choose a model.", *[None] * 10)
         if model not in comparator.outputs.runs():
-            return (f"No outputs for `{model}`.", *[None] * 8)
+            return (f"No outputs for `{model}`.", *[None] * 10)
         p = pages.page(model)
         if not p.n_subset:
             return (
                 p.summary(),
+                p.scale,
+                p.passes,
                 lang.domain_names(p.by_domain),
                 None,
                 p.by_difficulty,
@@ -138,6 +168,8 @@ def analysis_tabs(
             )
         return (
             p.summary(),
+            p.scale,
+            p.passes,
             lang.domain_names(p.by_domain),
             p.domain_figure(),
             p.by_difficulty,
@@ -173,6 +205,9 @@ def analysis_tabs(
             show = gr.Button(t("model_show"), variant="primary", elem_id="model-show")
         model_summary = gr.Markdown(elem_id="model-summary")
         with gr.Row():
+            scale_table = table(interactive=False, wrap=True, label="On the one scale", elem_id="model-scale")
+            pass_table = table(interactive=False, label=f"Pass mark {settings.pass_mark:g}%", elem_id="model-passes")
+        with gr.Row():
             domain_table = table(interactive=False, label=t("model_domains"), elem_id="model-domains")
             domain_plot = gr.Plot(label=t("model_domain_plot"), elem_id="model-domain-plot")
         with gr.Row():
@@ -195,6 +230,8 @@ def analysis_tabs(
     items.select(open_item, None, item_id, api_name=False).then(None, js=OPEN_ITEM_JS)
     shown = [
         model_summary,
+        scale_table,
+        pass_table,
         domain_table,
         domain_plot,
         difficulty_table,
