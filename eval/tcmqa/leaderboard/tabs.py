@@ -70,7 +70,7 @@ def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Sa
     with gr.Tab(t("tab_plots"), elem_id="tab-plots"):
         size = gr.Plot(label=t("plots_figure2"), elem_id="plots-figure2")
         ability = gr.Plot(label="One scale: models and practitioners", elem_id="plots-ability")
-        practitioners = gr.Dataframe(
+        practitioners = table(
             interactive=False, label="Practitioners on the scale (each on the items they answered)",
             max_height=300, elem_id="plots-practitioners",
         )  # fmt: skip
