@@ -15,7 +15,7 @@ import pandas as pd
 from tcmqa import forms
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard import model_outputs, queue, tabs
+from tcmqa.leaderboard import empty, model_outputs, queue, tabs
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.about import about_markdown
 from tcmqa.leaderboard.errors import reported
@@ -79,6 +79,23 @@ def build_app(
             sort_by,
             descending,
         )
+
+    @guard.public
+    def board_note(
+        search: str,
+        families: list[str],
+        size_min: float | None,
+        size_max: float | None,
+        origins: list[str],
+        columns: list[str],
+        sort_by: str,
+        descending: bool,
+    ) -> str:
+        """Why the shown rows' blank Subset and Δ human cells are blank (whichever columns are chosen)."""
+        rows = board_lib.select(
+            board.frame(), search, families or (), size_min, size_max, origins or (), board_lib.CHOICES
+        )
+        return empty.blank_subset(rows)
 
     @guard.public
     def refresh_families(current: list[str]) -> Any:
@@ -170,15 +187,18 @@ def build_app(
             table = gr.Dataframe(
                 interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label=board_lib.LEGEND
             )
+            note = gr.Markdown(elem_id="board-note")  # why a row's Subset and Δ human are blank
             inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending]
             for control in inputs:
                 control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
             gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
             timer.tick(refresh_families, families, families, api_name=False, show_progress="hidden")
+            triggers = [demo.load, timer.tick, *[control.change for control in inputs]]
+            gr.on(triggers, board_note, inputs, note, api_name=False, show_progress="hidden")
         tabs.plots_tab(board, demo, timer, guard.public)  # the paper's Figure 2 and the Subset bars
         with gr.Tab("Item explorer"):  # search, filters, pages of items; the item page a row opens
             item_id = explorer_tab(explorer, board, demo, guard.public)
-        tabs.analysis_tabs(settings, store, practice, item_id, demo, guard.public)  # Compare and Model
+        tabs.analysis_tabs(settings, store, practice, item_id, demo, guard.public, board)  # Compare and Model
         with gr.Tab("Submit"):
             if settings.hosted:
                 gr.LoginButton()

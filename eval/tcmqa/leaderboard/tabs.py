@@ -19,9 +19,9 @@ import gradio as gr
 import pandas as pd
 
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard.compare import PAGE_SIZE, Comparator
+from tcmqa.leaderboard.compare import PAGE_SIZE, Comparator, availability, not_comparable
 from tcmqa.leaderboard.model_page import ModelPages
-from tcmqa.leaderboard.plots import figure2, subset_bars
+from tcmqa.leaderboard.plots import figure2, left_off, subset_figure
 from tcmqa.leaderboard.practice import PracticeLoader
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.store import Store
@@ -47,55 +47,82 @@ OPEN_ITEM_JS = """() => {
 
 
 def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Safe) -> None:
-    """The Plots tab: the paper's Figure 2 from the board, and Subset accuracy high to low."""
+    """The Plots tab: the paper's Figure 2 from the board, Subset accuracy high to low, and what they leave off."""
 
     @safe
-    def show_plots() -> tuple[Any, pd.DataFrame]:
+    def show_plots() -> tuple[Any, Any, str]:
         frame = board.frame()
-        return figure2(frame), subset_bars(frame)
+        return figure2(frame), subset_figure(frame), left_off(frame)
 
     with gr.Tab("Plots"):
         size = gr.Plot(label="Figure 2: Full accuracy against parameters", elem_id="plots-figure2")
-        bars = gr.BarPlot(
-            x="model",
-            y="subset",
-            color="origin",
-            sort="-y",
-            y_title="Subset exact match (%)",
-            label="Subset accuracy (the practitioners' reference included)",
-            x_label_angle=-60,
-        )
-    gr.on([demo.load, timer.tick], show_plots, None, [size, bars], api_name="plots", show_progress="hidden")
+        bars = gr.Plot(label="Subset accuracy beside the practitioners", elem_id="plots-subset")
+        note = gr.Markdown(elem_id="plots-note")
+    gr.on([demo.load, timer.tick], show_plots, None, [size, bars, note], api_name="plots", show_progress="hidden")
+
+
+HIDDEN = gr.update(visible=False)  # an empty table or plot: its tab says why instead (tcmqa.leaderboard.empty)
+
+
+def shown(value: Any, visible: bool) -> Any:
+    """A table's or plot's value, the component hidden where it would show nothing (its tab says why)."""
+    return gr.update(value=value, visible=visible)
+
+
+def table(frame: pd.DataFrame) -> Any:
+    """A table, hidden when it has no row."""
+    return shown(frame, not frame.empty)
 
 
 def _no_comparison(text: str) -> tuple[Any, ...]:
-    return text, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), ""
+    return text, HIDDEN, HIDDEN, HIDDEN, HIDDEN, ""
 
 
 def analysis_tabs(
-    settings: Settings, store: Store, practice: PracticeLoader, item_id: gr.Textbox, demo: gr.Blocks, safe: Safe
+    settings: Settings,
+    store: Store,
+    practice: PracticeLoader,
+    item_id: gr.Textbox,
+    demo: gr.Blocks,
+    safe: Safe,
+    board: board_lib.Board,
 ) -> None:
     """The Compare and Model tabs. ``practice``: the Space's ``PracticeLoader`` (used in practitioner mode
-    only); ``item_id``: the Item explorer's id box, which a clicked differing item fills."""
+    only); ``item_id``: the Item explorer's id box, which a clicked differing item fills; ``board``: the rows
+    Compare says it cannot compare."""
     comparator = Comparator(settings.data, store, settings.practice_raters)
     pages = ModelPages(comparator, practice if settings.practice else None)
 
     @safe
-    def model_choices() -> tuple[Any, Any, Any]:
-        names = comparator.models()
-        return gr.update(choices=names), gr.update(choices=names), gr.update(choices=names)
+    def model_choices() -> tuple[Any, Any, Any, str]:
+        """The models with outputs for the three choosers (the only one preset where there is one), and what
+        Compare can and cannot compare."""
+        runs = comparator.outputs.runs()
+        names = sorted(runs)
+        only = names[0] if len(names) == 1 else None
+        return (
+            gr.update(choices=names, value=only),
+            gr.update(choices=names),
+            gr.update(choices=names, value=only),
+            availability(board.frame(), runs),
+        )
 
     @safe
     def show_compare(
         model_a: str | None, model_b: str | None, which: str | None, page: float | None
     ) -> tuple[Any, ...]:
         if not model_a or not model_b:
-            return _no_comparison("Choose two models.")
+            return _no_comparison("Choose two models (the rows listed above with per-item outputs).")
         known = comparator.outputs.runs()
+        why = not_comparable(board.frame(), known)
         missing = [m for m in (model_a, model_b) if m not in known]
         if missing:
-            return _no_comparison(f"No outputs for {', '.join(f'`{m}`' for m in missing)}.")
+            return _no_comparison(
+                " ".join(f"`{m}` cannot be compared: {why.get(m, 'no per-item outputs here')}." for m in missing)
+            )
         c = comparator.compare(model_a, model_b)
+        if not c.n:
+            return _no_comparison(c.summary())
         right = WHICH.get(which or "")
         pages = c.pages(right=right)
         number = min(max(int(page or 1), 1), pages)
@@ -105,7 +132,8 @@ def analysis_tabs(
         )
         if c.withheld:
             note += f" {c.withheld:,} more are withheld: they are in practitioner blocks still being answered."
-        return c.summary(), c.accuracy, c.by_domain, c.outcomes, c.page(number, right=right), note
+        listed = c.page(number, right=right)
+        return c.summary(), table(c.accuracy), table(c.by_domain), table(c.outcomes), table(listed), note
 
     @safe
     def open_item(event: gr.SelectData) -> str:
@@ -116,70 +144,82 @@ def analysis_tabs(
 
     @safe
     def show_model(model: str | None) -> tuple[Any, ...]:
+        """The page's summary and parts; a part with nothing to show is hidden and the summary says why."""
         if not model:
-            return ("Choose a model.", *[None] * 8)
+            return ("Choose a model.", *[HIDDEN] * 8)
         if model not in comparator.outputs.runs():
-            return (f"No outputs for `{model}`.", *[None] * 8)
+            return (f"No outputs for `{model}`.", *[HIDDEN] * 8)
         p = pages.page(model)
-        if not p.n_subset:
-            return (
-                p.summary(),
-                p.by_domain,
-                None,
-                p.by_difficulty,
-                None,
-                p.by_consensus,
-                None,
-                p.calibration,
-                p.probes,
-            )
+        on = bool(p.n_subset)  # no subset item: nothing to set beside the practitioners
         return (
             p.summary(),
-            p.by_domain,
-            p.domain_figure(),
-            p.by_difficulty,
-            p.difficulty_figure(),
-            p.by_consensus,
-            p.consensus_figure(),
-            p.calibration,
-            p.probes,
+            shown(p.by_domain, on),
+            shown(p.domain_figure() if on else None, on),
+            shown(p.by_difficulty, on),
+            shown(p.difficulty_figure() if on else None, on),
+            shown(p.by_consensus, on),
+            shown(p.consensus_figure() if on else None, on),
+            table(p.calibration),
+            table(p.probes),
         )
 
+    # choices come at page load; an API caller may name any row (one without outputs is told why it cannot be used)
     with gr.Tab("Compare"):
+        offer = gr.Markdown(elem_id="compare-offer")  # which rows can be compared, which cannot and why
         with gr.Row():
-            model_a = gr.Dropdown([], label="Model A", filterable=True, elem_id="compare-a")
-            model_b = gr.Dropdown([], label="Model B", filterable=True, elem_id="compare-b")
+            model_a = gr.Dropdown([], label="Model A", filterable=True, allow_custom_value=True, elem_id="compare-a")
+            model_b = gr.Dropdown([], label="Model B", filterable=True, allow_custom_value=True, elem_id="compare-b")
             which = gr.Radio(WHICH_CHOICES, value=WHICH_CHOICES[0], label="Items listed", elem_id="compare-which")
             page = gr.Number(1, label="Page of differing items", minimum=1, precision=0, elem_id="compare-page")
         run = gr.Button("Compare", variant="primary", elem_id="compare-run")
         summary = gr.Markdown(elem_id="compare-summary")
         with gr.Row():
-            outcomes = gr.Dataframe(interactive=False, label="Outcomes (items)", elem_id="compare-outcomes")
-            accuracy = gr.Dataframe(interactive=False, label="Exact match by answer type (%)", elem_id="compare-types")
-        by_domain = gr.Dataframe(interactive=False, label="Exact match by domain (%)", elem_id="compare-domains")
+            outcomes = gr.Dataframe(
+                interactive=False, label="Outcomes (items)", visible=False, elem_id="compare-outcomes"
+            )
+            accuracy = gr.Dataframe(
+                interactive=False, label="Exact match by answer type (%)", visible=False, elem_id="compare-types"
+            )
+        by_domain = gr.Dataframe(
+            interactive=False, label="Exact match by domain (%)", visible=False, elem_id="compare-domains"
+        )
         note = gr.Markdown(elem_id="compare-note")
         items = gr.Dataframe(
-            interactive=False, wrap=True, label="Items where they differ", elem_id="compare-items", max_height=600
+            interactive=False,
+            wrap=True,
+            label="Items where they differ",
+            visible=False,
+            elem_id="compare-items",
+            max_height=600,
         )
     with gr.Tab("Model"):
         with gr.Row():
-            model = gr.Dropdown([], label="Model", filterable=True, elem_id="model-select")
+            model = gr.Dropdown([], label="Model", filterable=True, allow_custom_value=True, elem_id="model-select")
             show = gr.Button("Show", variant="primary", elem_id="model-show")
-        model_summary = gr.Markdown(elem_id="model-summary")
+        model_summary = gr.Markdown("Choose a model to see it beside the practitioners.", elem_id="model-summary")
+        # every part hidden until it has something to show (show_model)
         with gr.Row():
-            domain_table = gr.Dataframe(interactive=False, label="By domain (subset items)", elem_id="model-domains")
-            domain_plot = gr.Plot(label="By domain", elem_id="model-domain-plot")
+            domain_table = gr.Dataframe(
+                interactive=False, label="By domain (subset items)", visible=False, elem_id="model-domains"
+            )
+            domain_plot = gr.Plot(label="By domain", visible=False, elem_id="model-domain-plot")
         with gr.Row():
             difficulty_table = gr.Dataframe(
-                interactive=False, label="By practitioner-rated difficulty", elem_id="model-difficulty"
+                interactive=False, label="By practitioner-rated difficulty", visible=False, elem_id="model-difficulty"
             )
-            difficulty_plot = gr.Plot(label="By difficulty", elem_id="model-difficulty-plot")
-        consensus_table = gr.Dataframe(interactive=False, label="By practitioner consensus", elem_id="model-consensus")
-        consensus_plot = gr.Plot(label="By consensus", elem_id="model-consensus-plot")  # two panels: full width
+            difficulty_plot = gr.Plot(label="By difficulty", visible=False, elem_id="model-difficulty-plot")
+        consensus_table = gr.Dataframe(
+            interactive=False, label="By practitioner consensus", visible=False, elem_id="model-consensus"
+        )
+        consensus_plot = gr.Plot(
+            label="By consensus", visible=False, elem_id="model-consensus-plot"
+        )  # two panels: full width
         with gr.Row():
-            calibration = gr.Dataframe(interactive=False, wrap=True, label="Calibration", elem_id="model-calibration")
-            probes = gr.Dataframe(interactive=False, wrap=True, label="Probes", elem_id="model-probes")
-    demo.load(model_choices, None, [model_a, model_b, model], api_name=False, show_progress="hidden")
+            calibration = gr.Dataframe(
+                interactive=False, wrap=True, label="Calibration", visible=False, elem_id="model-calibration"
+            )
+            probes = gr.Dataframe(interactive=False, wrap=True, label="Probes", visible=False, elem_id="model-probes")
+    demo.load(model_choices, None, [model_a, model_b, model, offer], api_name=False, show_progress="hidden")
     compared = [summary, accuracy, by_domain, outcomes, items, note]
     gr.on(
         [run.click, page.submit, which.input],
@@ -189,7 +229,7 @@ def analysis_tabs(
         api_name="compare",
     )
     items.select(open_item, None, item_id, api_name=False).then(None, js=OPEN_ITEM_JS)
-    shown = [
+    parts = [
         model_summary,
         domain_table,
         domain_plot,
@@ -200,4 +240,4 @@ def analysis_tabs(
         calibration,
         probes,
     ]
-    gr.on([show.click, model.input], show_model, model, shown, api_name="model_page")
+    gr.on([show.click, model.input], show_model, model, parts, api_name="model_page")
