@@ -47,18 +47,34 @@ OPEN_ITEM_JS = """() => {
 
 
 def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Safe) -> None:
-    """The Plots tab: the paper's Figure 2 from the board, Subset accuracy high to low, and what they leave off."""
+    """The Plots tab: the paper's Figure 2 from the board, Subset accuracy high to low, and what they leave off.
+    The figures are drawn once per board (the board's frame is rebuilt only when its rows change) and sent to a
+    page only when its board changed: a refresh tick of an unchanged board sends nothing."""
+    drawn: dict[int, tuple[Any, Any, str]] = {}  # id(frame) -> its figures and note: the latest board only
 
     @safe
-    def show_plots() -> tuple[Any, Any, str]:
+    def show_plots(seen: int | None = None) -> tuple[Any, ...]:
         frame = board.frame()
-        return figure2(frame), subset_figure(frame), left_off(frame)
+        if seen == id(frame):
+            return gr.skip(), gr.skip(), gr.skip(), seen
+        if id(frame) not in drawn:
+            drawn.clear()
+            drawn[id(frame)] = (figure2(frame), subset_figure(frame), left_off(frame))
+        return (*drawn[id(frame)], id(frame))
 
     with gr.Tab("Plots"):
         size = gr.Plot(label="Figure 2: Full accuracy against parameters", elem_id="plots-figure2")
         bars = gr.Plot(label="Subset accuracy beside the practitioners", elem_id="plots-subset")
         note = gr.Markdown(elem_id="plots-note")
-    gr.on([demo.load, timer.tick], show_plots, None, [size, bars, note], api_name="plots", show_progress="hidden")
+        shown_board = gr.State(None)  # the board this page's plots were drawn from
+    gr.on(
+        [demo.load, timer.tick],
+        show_plots,
+        shown_board,
+        [size, bars, note, shown_board],
+        api_name="plots",
+        show_progress="hidden",
+    )
 
 
 HIDDEN = gr.update(visible=False)  # an empty table or plot: its tab says why instead (tcmqa.leaderboard.empty)
