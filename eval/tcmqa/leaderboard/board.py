@@ -17,13 +17,14 @@ protocol with full coverage). The board has one reference, a data fingerprint an
   that most full-coverage evaluated rows under that protocol share (a tie goes to the most recently
   evaluated, then to the smaller fingerprint). With no such row nothing is comparable yet.
 
-Every row gets a ``Comparison`` label (:data:`COMPARISONS`, in board order): ``comparable`` (that
-fingerprint, that protocol, coverage 100%: these are ranked together, first), ``partial`` (coverage
-below 100% or not recorded), ``other protocol``, ``other data`` (another fingerprint), ``data
-unknown`` (a row that recorded no fingerprint), then ``reported in the paper`` (the paper's Table 4,
-computed on its own 38,279-item corpus). A label is the first of these reasons, read from the end
-(the paper's rows are always ``reported in the paper``; a partial run on other data is ``other
-data``). Sorting orders rows within each group and keeps the groups in that order.
+Every row gets a ``Comparison`` label (:data:`COMPARISONS`): ``comparable`` (that fingerprint, that
+protocol, coverage 100%: the rows that may be ranked against each other), ``partial`` (coverage below 100%
+or not recorded), ``other protocol``, ``other data`` (another fingerprint), ``data unknown`` (a row that
+recorded no fingerprint), or ``reported in the paper`` (the paper's Table 4, computed on its own 38,279-item
+corpus). A label is the first of these reasons, read from the end (the paper's rows are always ``reported in
+the paper``; a partial run on other data is ``other data``). The label is a visible column with a legend
+(:data:`LEGEND`) and a filter (``select(comparisons=...)``), never a hidden sort key: the board's order is
+exactly what its sort control says, so sorted by Full, descending, the Full column descends.
 
 The practitioners' reference row sits with the rows it was computed beside: the paper's 64.94 with
 the paper's rows, and, when comparable rows carry ``human_reference`` (the majority vote on the same
@@ -59,6 +60,7 @@ import pandas as pd
 
 from tcmqa.fresh.gap import MIN_POOL
 from tcmqa.leaderboard import outcomes, uncertainty
+from tcmqa.leaderboard.rescored import KEY_REVISION, NOT_RESCORED, Rescorer
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
 from tcmqa.runs import data_fingerprint
@@ -86,12 +88,19 @@ ROW = "_row"  # hidden: an evaluated row's position among the merged rows (selec
 
 @dataclasses.dataclass(frozen=True)
 class DerivedColumn:
-    """A board column computed from a results row (not a results field), placed after ``after``."""
+    """A board column computed from a results row (not a results field), placed after ``after``; declared like a
+    results column (:class:`tcmqa.schema.ResultColumn`), since the About tab's table of columns is generated from it."""
 
     label: str
     after: str  # the board column it follows
     shown: bool  # on the board by default
     doc: str
+    covers: str = ""  # the items it is computed on ('' where not computed on items)
+    higher_is_better: bool | None = None  # None: not a score
+
+    def __post_init__(self) -> None:
+        if not self.doc.strip():
+            raise ValueError(f"board column {self.label!r} says nothing: declare its doc")
 
 
 FULL_CI = "Full 95% CI"
@@ -102,7 +111,7 @@ FRESH_CI = "Fresh 95% CI"
 GAP_CI = "Gap 95% CI"
 GAP_MARK = "⚑"  # the Gap vs human interval lies above 0
 DERIVED = (
-    DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)"),
+    DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)", "Full's items"),
     DerivedColumn(
         SEPARATION,
         FULL_CI,
@@ -111,6 +120,17 @@ DERIVED = (
         "<model>, the next better comparable evaluated row by Full (p >= 0.05); '≠ <model> (p=…)' when it does; "
         "empty when not tested. The mark names the row it was tested against, so it keeps its meaning however "
         "the board is sorted or filtered",
+        "the items both rows answered",
+    ),
+    DerivedColumn(
+        KEY_REVISION,
+        SEPARATION,
+        True,
+        "the keys Full is scored on: their data fingerprint (12 characters); '(rescored)' after it for a row run "
+        "before the served data's errata and rescored on its corrected keys from its stored predictions, without "
+        "rerunning (a corrected key's items scored again, dropped items out of n); 'not rescored' for a row without "
+        "per-item outputs here (imported, or the paper's), whose Full is as recorded on the keys before the errata",
+        "Full's items",
     ),
     DerivedColumn(
         SUBSET_CI,
@@ -118,6 +138,7 @@ DERIVED = (
         False,
         "95% bootstrap interval of Subset, percent (items resampled), recounted with Subset whenever practitioners' "
         "responses change the subset",
+        "Subset's items",
     ),
     DerivedColumn(
         SUBSET_ON,
@@ -133,6 +154,7 @@ DERIVED = (
         f"95% bootstrap interval of Fresh and its n (pool items); 'pool too small (n)' while the hidden pool holds "
         f"fewer than {MIN_POOL} accepted items (the fresh columns are then empty); 'on pool <version>' when the row's "
         "fresh columns are on another pool version than the board's (its back-fill is queued)",
+        "Fresh's items",
     ),
     DerivedColumn(
         GAP_CI,
@@ -140,6 +162,7 @@ DERIVED = (
         True,
         f"95% normal interval of Gap vs human; {GAP_MARK} where it lies above 0: the model gains on the public items "
         "more than the practitioners do, which points at memorisation",
+        "Gap vs human's items",
     ),
 )
 
@@ -167,13 +190,24 @@ UNKNOWN_DATA = "data unknown"
 PAPER = "reported in the paper"
 COMPARISONS = [COMPARABLE, PARTIAL, OTHER_PROTOCOL, OTHER_DATA, UNKNOWN_DATA, PAPER]
 _RANK = {label: rank for rank, label in enumerate(COMPARISONS)}
+COMPARISON_COLUMN = DerivedColumn(
+    COMPARISON,
+    "Model",
+    True,
+    "what the row can be ranked against: 'comparable' (the data the Space serves, by Data fingerprint; the current "
+    "protocol; Coverage 100%), 'partial' (a run on part of the items), 'other protocol', 'other data' (another "
+    "fingerprint, e.g. a demo tree or the corpus before a fix), 'data unknown' (a row that recorded no fingerprint) "
+    "or 'reported in the paper' (the paper's own corpus); only comparable rows are ranked against each other, the "
+    "others are shown for reference",
+)
 # the board table's label in the Space: how to read the Comparison column
 LEGEND = (
-    "Leaderboard. Comparison: 'comparable' rows (same data fingerprint and protocol, full coverage) are "
-    "ranked together first; partial runs, other protocol, other data, data unknown and the paper's rows "
-    "(reported on the paper's own corpus) follow, each group apart. ≈ next by Full: a paired test does not "
-    "separate the row from the model it names, the next better comparable row by Full, whatever the sort (≠: it "
-    "does; see About)"
+    "Leaderboard, in the order the sort control says. Comparison: only 'comparable' rows (the served data, the "
+    "current protocol, full coverage) can be ranked against each other; 'partial' (a run on part of the items), "
+    "'other protocol', 'other data', 'data unknown' and 'reported in the paper' (the paper's own corpus) are "
+    "shown for reference (filter them with Comparison above). ≈ next by Full: a paired test does not separate "
+    "the row from the model it names, the next better comparable row by Full, whatever the sort (≠: it does; "
+    "see About)"
 )
 
 
@@ -291,7 +325,7 @@ def comparison(row: dict[str, Any], data_fingerprint: str | None, protocol: str 
         return PAPER
     if not row.get("data_fingerprint"):
         return UNKNOWN_DATA
-    if row["data_fingerprint"] != data_fingerprint:
+    if (row.get("key_revision") or row["data_fingerprint"]) != data_fingerprint:  # rescored: on the served keys
         return OTHER_DATA
     if row.get("protocol") != protocol:
         return OTHER_PROTOCOL
@@ -318,11 +352,13 @@ def _sort_key(values: pd.Series) -> pd.Series:
 
 
 def order(frame: pd.DataFrame, sort_by: str = "Full", descending: bool = True) -> pd.DataFrame:
-    """Sort by ``sort_by`` within each Comparison group, the groups in board order (comparable first)."""
+    """Sort by ``sort_by`` alone (empty cells last); ties keep the Comparison groups' order (comparable first),
+    which is a tie-break, never a key above the sort the visitor chose."""
+    ranks = frame[COMPARISON].map(_RANK).fillna(len(_RANK)).to_numpy()
+    frame = frame.iloc[np.argsort(ranks, kind="stable")]
     if sort_by in frame:
         frame = frame.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable", key=_sort_key)
-    ranks = frame[COMPARISON].map(_RANK).fillna(len(_RANK)).to_numpy()
-    return frame.iloc[np.argsort(ranks, kind="stable")]
+    return frame
 
 
 def significant(values: pd.Series, digits: int = 4) -> pd.Series:
@@ -392,7 +428,7 @@ def merge(
     marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] | None = None,
     pool: PoolFacts | None = None,
 ) -> pd.DataFrame:
-    """Reported + reference + evaluated rows, in board columns with a Comparison label, board order.
+    """Reported + reference + evaluated rows, in board columns with a Comparison label, by Full descending.
 
     ``pool``: the hidden pool (:class:`PoolFacts`); the fresh columns stay empty while it is too small.
 
@@ -463,7 +499,7 @@ def select(
     comparisons: Sequence[str] = COMPARISONS,
 ) -> pd.DataFrame:
     """The visible board: filter by model text, family, parameter range, origin and Comparison group;
-    choose columns; sort within each Comparison group (comparable rows stay first).
+    choose columns; sort by ``sort_by`` (:func:`order`: the sort chosen is the order shown).
 
     Model and Comparison are always shown. The practitioners' reference rows have no size and are
     kept whenever their origin is selected, so they stay on the board as the line to beat.
@@ -523,6 +559,7 @@ class Board:
         protocol: str = PROTOCOL,
         practice: Any = None,
         raters: int = RATERS_PER_ITEM,
+        rescorer: Rescorer | None = None,
     ):
         self.store = store
         self.data_fingerprint = data_fingerprint
@@ -538,6 +575,7 @@ class Board:
         self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] = {}
         self._pool = PoolFacts()  # the hidden pool the fresh columns are shown against
         self.raters = raters  # the study's N: the practitioners' reference on fresh items is their majority
+        self.rescorer = rescorer  # the served data's errata: rows run before them rescored on the corrected keys
 
     def _rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference
@@ -547,6 +585,8 @@ class Board:
                 rows = self.practice.reference_rows(rows)
             except Exception:  # the data may be unreachable: the rows as recorded
                 logging.getLogger("tcmqa.board").exception("recomputing the practitioners' reference failed")
+        if self.rescorer is not None:
+            rows = self.rescorer.rows(rows, self.reference.outcomes)
         return rows
 
     def frame(self) -> pd.DataFrame:
@@ -570,6 +610,8 @@ class Board:
                 correctness = outcomes.ByKey(self.reference.outcomes)
                 rows = self._rows(self._results)
                 self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool)
+                if self.rescorer is not None and self.rescorer.errata:  # the paper's rows have no outputs here
+                    self._frame.loc[self._frame["Origin"] == "reported", KEY_REVISION] = NOT_RESCORED
                 self._version, self._practice_version = version, practice
             return self._frame
 

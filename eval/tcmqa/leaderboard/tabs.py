@@ -20,6 +20,7 @@ import pandas as pd
 
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard.compare import PAGE_SIZE, Comparator, availability, not_comparable
+from tcmqa.leaderboard.lang import t
 from tcmqa.leaderboard.model_page import ModelPages
 from tcmqa.leaderboard.plots import figure2, left_off, subset_figure
 from tcmqa.leaderboard.practice import PracticeLoader
@@ -30,11 +31,11 @@ Safe = Callable[[Callable[..., Any]], Callable[..., Any]]
 # which differing items the Compare tab lists: the model that got them right (None: either)
 WHICH = {"one is right, the other wrong": None, "A right, B wrong": "A", "B right, A wrong": "B"}
 WHICH_CHOICES = list(WHICH)
+WHICH_KEYS = dict(zip(WHICH_CHOICES, ("compare_either", "compare_a_right", "compare_b_right"), strict=True))
 
 # after a differing item is clicked (its id is in the explorer's box): open the Item explorer and show it
 OPEN_ITEM_JS = """() => {
-  const tabs = [...document.querySelectorAll('button[role="tab"]')];
-  const tab = tabs.find((b) => b.textContent.trim() === "Item explorer");
+  const tab = document.querySelector("#tab-explorer-button");
   if (tab) tab.click();
   let tries = 0;
   const show = () => {
@@ -62,9 +63,9 @@ def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Sa
             drawn[id(frame)] = (figure2(frame), subset_figure(frame), left_off(frame))
         return (*drawn[id(frame)], id(frame))
 
-    with gr.Tab("Plots"):
-        size = gr.Plot(label="Figure 2: Full accuracy against parameters", elem_id="plots-figure2")
-        bars = gr.Plot(label="Subset accuracy beside the practitioners", elem_id="plots-subset")
+    with gr.Tab(t("tab_plots"), elem_id="tab-plots"):
+        size = gr.Plot(label=t("plots_figure2"), elem_id="plots-figure2")
+        bars = gr.Plot(label=t("plots_subset"), elem_id="plots-subset")
         note = gr.Markdown(elem_id="plots-note")
         shown_board = gr.State(None)  # the board this page's plots were drawn from
     gr.on(
@@ -180,61 +181,72 @@ def analysis_tabs(
         )
 
     # choices come at page load; an API caller may name any row (one without outputs is told why it cannot be used)
-    with gr.Tab("Compare"):
+    with gr.Tab(t("tab_compare"), elem_id="tab-compare"):
         offer = gr.Markdown(elem_id="compare-offer")  # which rows can be compared, which cannot and why
         with gr.Row():
-            model_a = gr.Dropdown([], label="Model A", filterable=True, allow_custom_value=True, elem_id="compare-a")
-            model_b = gr.Dropdown([], label="Model B", filterable=True, allow_custom_value=True, elem_id="compare-b")
-            which = gr.Radio(WHICH_CHOICES, value=WHICH_CHOICES[0], label="Items listed", elem_id="compare-which")
-            page = gr.Number(1, label="Page of differing items", minimum=1, precision=0, elem_id="compare-page")
-        run = gr.Button("Compare", variant="primary", elem_id="compare-run")
+            model_a = gr.Dropdown(
+                [], label=t("compare_a"), filterable=True, allow_custom_value=True, elem_id="compare-a"
+            )
+            model_b = gr.Dropdown(
+                [], label=t("compare_b"), filterable=True, allow_custom_value=True, elem_id="compare-b"
+            )
+            which = gr.Radio(
+                [(t(WHICH_KEYS[w]), w) for w in WHICH_CHOICES],
+                value=WHICH_CHOICES[0],
+                label=t("compare_which"),
+                elem_id="compare-which",
+            )
+            page = gr.Number(1, label=t("compare_page"), minimum=1, precision=0, elem_id="compare-page")
+        run = gr.Button(t("compare_run"), variant="primary", elem_id="compare-run")
         summary = gr.Markdown(elem_id="compare-summary")
-        with gr.Row():
+        with gr.Row():  # every table hidden until a comparison fills it (show_compare)
             outcomes = gr.Dataframe(
-                interactive=False, label="Outcomes (items)", visible=False, elem_id="compare-outcomes"
+                interactive=False, label=t("compare_outcomes"), visible=False, elem_id="compare-outcomes"
             )
-            accuracy = gr.Dataframe(
-                interactive=False, label="Exact match by answer type (%)", visible=False, elem_id="compare-types"
-            )
+            accuracy = gr.Dataframe(interactive=False, label=t("compare_types"), visible=False, elem_id="compare-types")
         by_domain = gr.Dataframe(
-            interactive=False, label="Exact match by domain (%)", visible=False, elem_id="compare-domains"
+            interactive=False, label=t("compare_domains"), visible=False, elem_id="compare-domains"
         )
         note = gr.Markdown(elem_id="compare-note")
         items = gr.Dataframe(
             interactive=False,
             wrap=True,
-            label="Items where they differ",
+            label=t("compare_items"),
             visible=False,
             elem_id="compare-items",
             max_height=600,
         )
-    with gr.Tab("Model"):
+    with gr.Tab(t("tab_model"), elem_id="tab-model"):
         with gr.Row():
-            model = gr.Dropdown([], label="Model", filterable=True, allow_custom_value=True, elem_id="model-select")
-            show = gr.Button("Show", variant="primary", elem_id="model-show")
-        model_summary = gr.Markdown("Choose a model to see it beside the practitioners.", elem_id="model-summary")
+            model = gr.Dropdown(
+                [], label=t("model_select"), filterable=True, allow_custom_value=True, elem_id="model-select"
+            )
+            show = gr.Button(t("model_show"), variant="primary", elem_id="model-show")
+        model_summary = gr.Markdown(elem_id="model-summary")
         # every part hidden until it has something to show (show_model)
         with gr.Row():
             domain_table = gr.Dataframe(
-                interactive=False, label="By domain (subset items)", visible=False, elem_id="model-domains"
+                interactive=False, label=t("model_domains"), visible=False, elem_id="model-domains"
             )
-            domain_plot = gr.Plot(label="By domain", visible=False, elem_id="model-domain-plot")
+            domain_plot = gr.Plot(label=t("model_domain_plot"), visible=False, elem_id="model-domain-plot")
         with gr.Row():
             difficulty_table = gr.Dataframe(
-                interactive=False, label="By practitioner-rated difficulty", visible=False, elem_id="model-difficulty"
+                interactive=False, label=t("model_difficulty"), visible=False, elem_id="model-difficulty"
             )
-            difficulty_plot = gr.Plot(label="By difficulty", visible=False, elem_id="model-difficulty-plot")
+            difficulty_plot = gr.Plot(label=t("model_difficulty_plot"), visible=False, elem_id="model-difficulty-plot")
         consensus_table = gr.Dataframe(
-            interactive=False, label="By practitioner consensus", visible=False, elem_id="model-consensus"
+            interactive=False, label=t("model_consensus"), visible=False, elem_id="model-consensus"
         )
         consensus_plot = gr.Plot(
-            label="By consensus", visible=False, elem_id="model-consensus-plot"
-        )  # two panels: full width
+            label=t("model_consensus_plot"), visible=False, elem_id="model-consensus-plot"
+        )  # 2 panels: wide
         with gr.Row():
             calibration = gr.Dataframe(
-                interactive=False, wrap=True, label="Calibration", visible=False, elem_id="model-calibration"
+                interactive=False, wrap=True, label=t("model_calibration"), visible=False, elem_id="model-calibration"
             )
-            probes = gr.Dataframe(interactive=False, wrap=True, label="Probes", visible=False, elem_id="model-probes")
+            probes = gr.Dataframe(
+                interactive=False, wrap=True, label=t("model_probes"), visible=False, elem_id="model-probes"
+            )
     demo.load(model_choices, None, [model_a, model_b, model, offer], api_name=False, show_progress="hidden")
     compared = [summary, accuracy, by_domain, outcomes, items, note]
     gr.on(

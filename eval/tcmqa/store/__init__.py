@@ -32,6 +32,7 @@ the connection core:
     tcmqa.store.outcomes    each run's per-item correctness as bitmaps (what the board counts)
     tcmqa.store.pool        the fresh pool: written items, their blind answers and reviews, the event log
     tcmqa.store.backfill    back-fill jobs: the hidden pool evaluated again for a finished evaluation's row
+    tcmqa.store.adjudication  key adjudication: suspect items put to reviewers, their verdicts
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from tcmqa.store.adjudication import AdjudicationStore
 from tcmqa.store.admin import AdminStore
 from tcmqa.store.backfill import BackfillStore
 from tcmqa.store.core import _MIGRATE_LOCK, store_url
@@ -107,7 +109,16 @@ __all__ = [
 
 
 class Store(
-    QueueStore, ResultsStore, OutboxStore, PracticeStore, KeysStore, AdminStore, OutcomesStore, PoolStore, BackfillStore
+    QueueStore,
+    ResultsStore,
+    OutboxStore,
+    PracticeStore,
+    KeysStore,
+    AdminStore,
+    OutcomesStore,
+    PoolStore,
+    BackfillStore,
+    AdjudicationStore,
 ):
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 
