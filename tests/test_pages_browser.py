@@ -34,7 +34,8 @@ def test_pages_empty_states_compare_offer_and_plots(tmp_path: Path) -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             note = page.locator("#board-note")
-            expect(note).to_contain_text(f"{NEW} (partial run, 50% of the items)", timeout=30_000)
+            share = 100 * len(unrated) / len(scored)
+            expect(note).to_contain_text(f"{NEW} (partial run, {share:.0f}% of the items)", timeout=30_000)
             expect(note).to_contain_text("the subset grows as practitioners answer")
             page.screenshot(path=SHOTS / "pages-board-note.png", full_page=True)
 
