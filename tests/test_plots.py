@@ -14,7 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard.plots import (
     EVALUATED,
-    PRACTITIONERS,
+    HUMAN,
     family_lines,
     figure2,
     left_off,
@@ -67,7 +67,8 @@ def test_figure2_log_axis_one_line_per_family_and_the_practitioners() -> None:
     lines, evaluated = _lines(paper), _lines(here)
     reported = board_lib.reported_rows()
     families = set(reported["family"])
-    assert {label for label in lines if not label.lstrip("_").startswith(PRACTITIONERS)} == families
+    drawn = {label for label in lines if not label.lstrip("_").startswith((HUMAN, "Pass mark"))}
+    assert drawn == families
     for family in families:  # each family's line runs through its paper rows, sorted by size
         rows = reported[reported["family"] == family].sort_values("params_b")
         assert list(lines[family].get_xdata()) == rows["params_b"].tolist()
@@ -81,10 +82,10 @@ def test_figure2_log_axis_one_line_per_family_and_the_practitioners() -> None:
     assert list(evaluated["Newfam" + EVALUATED].get_xdata()) == [1.0]
     assert here.get_shared_y_axes().joined(paper, here)  # one scale, two sets of items
     # the practitioners: one series (named once), a line on each panel at its own items' majority
-    assert [line.get_ydata()[0] for line in paper.get_lines() if PRACTITIONERS in line.get_label()] == [64.94]
-    assert [line.get_ydata()[0] for line in here.get_lines() if PRACTITIONERS in line.get_label()] == [70.0]
+    assert [line.get_ydata()[0] for line in paper.get_lines() if HUMAN in line.get_label()] == [64.94]
+    assert [line.get_ydata()[0] for line in here.get_lines() if HUMAN in line.get_label()] == [70.0]
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend.count(PRACTITIONERS) == 1 and f"Qwen2{EVALUATED}" in legend and "Qwen2" in legend
+    assert legend.count(HUMAN) == 1 and f"Qwen2{EVALUATED}" in legend and "Qwen2" in legend
     _fits(fig)
     alone = figure2(board_lib.merge([]))  # no comparable row: the paper's panel alone
     assert len(alone.axes) == 1
@@ -127,11 +128,11 @@ def test_subset_chart_has_one_practitioners_series_and_fits_its_labels() -> None
     assert names[1] == ["org/new-1b", "org/qwen-0.5b", "org/qwen-7b"]  # high on top: barh draws from the bottom
     assert len(names[0]) == len(board_lib.reported_rows())
     practitioners = [
-        [line.get_xdata()[0] for line in ax.get_lines() if PRACTITIONERS in line.get_label()] for ax in (paper, here)
+        [line.get_xdata()[0] for line in ax.get_lines() if HUMAN in line.get_label()] for ax in (paper, here)
     ]
     assert practitioners == [[64.94], [70.0]]
     legend = [t.get_text() for t in paper.get_legend().get_texts()]
-    assert legend == [PRACTITIONERS] and here.get_legend() is None
+    assert legend == [HUMAN] and here.get_legend() is None
     assert fig.get_figheight() * fig.dpi >= 20 * (len(names[0]) + len(names[1]))  # not a 50-pixel strip
     assert here.get_xlabel() == "Subset exact match (%)"
     _fits(fig)

@@ -78,7 +78,8 @@ ENDPOINTS: dict[str, str] = {
     "refresh_families": "refresh_families (private, on the timer): the family choices",
     "board_note": "board_note (private, with the board): why the shown rows' Subset cells are blank, by model name",
     "tab_names": "tab_names (private, on page load): the tabs' names in the caller's language",
-    "plots": "show_plots: board aggregates for the two plots (Figure 2 and the Subset bars)",
+    "plots": "show_plots: board aggregates for the plots (Figure 2, the one scale, the Subset bars) and each "
+    "practitioner's ability (a pseudonym, an aggregate over finished blocks)",
     # Compare and Model tabs (tcmqa.leaderboard.tabs)
     "compare": "show_compare: two models' aggregates and the items where they differ, open-block items never listed",
     "model_page": "show_model: one model's aggregates beside the practitioners', calibration and probes; no item",
@@ -90,6 +91,7 @@ ENDPOINTS: dict[str, str] = {
     "job": "the job's status markdown",
     "queue": "show_queue: the jobs table",
     "job_log": "show_log: the end of a job's harness log, as text",
+    "upgrade": "upgrade_quick: a finished quick estimate's full evaluation queued; its verdict and job id",
     "admin_cancel": "admin_cancel: an admin cancels a job (admins only); the job's status markdown",
     "admin_requeue": "admin_requeue: an admin re-queues a FAILED job (admins only); the job's status markdown",
     "admin_withdraw": "admin_withdraw: an admin withdraws a published row (admins only); the job's status markdown",

@@ -102,12 +102,14 @@ def test_model_page_without_subset_items_says_why_and_shows_no_empty_table(space
     assert f"{len(space['unrated'])} items scored" in summary
     assert f"this model's items are not in the practitioners' subset ({space['subset']} items so far)" in summary
     assert "the subset grows as practitioners answer" in summary
-    assert all(_hidden(part) for part in parts), parts  # six tables and three plots: none shown empty
+    subset_parts = parts[2:8]  # after the scale and pass tables (not on the subset): by domain, difficulty, consensus
+    assert all(_hidden(part) for part in subset_parts), subset_parts  # no empty table, no blank plot
+    assert all(_hidden(part) for part in parts[8:])  # no calibration or probe values recorded: said, not shown
     # a model on the subset items: its tables and figures are shown
     summary, *parts = space["client"].predict(PUBLISHED, api_name="/model_page")
     assert f"{space['subset']} of them in the practitioners' subset" in summary
-    assert [part.get("visible") for part in parts[:6]] == [True] * 6
-    assert parts[0]["value"]["data"] and parts[1]["value"] is not None
+    assert [part.get("visible") for part in parts[2:8]] == [True] * 6
+    assert parts[2]["value"]["data"] and parts[3]["value"] is not None
 
 
 def test_model_page_summary_says_why_each_part_is_empty() -> None:

@@ -61,7 +61,10 @@ import pandas as pd
 from tcmqa.fresh.gap import MIN_POOL
 from tcmqa.leaderboard import outcomes, uncertainty
 from tcmqa.leaderboard.rescored import KEY_REVISION, NOT_RESCORED, Rescorer
+from tcmqa.leaderboard.scale import Scale, Scales
+from tcmqa.passmark import PASS_MARK, check_mark, verdict
 from tcmqa.prompts import PROTOCOL
+from tcmqa.quick_anchors import estimate_text
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
 from tcmqa.runs import data_fingerprint
 from tcmqa.schema import RATERS_PER_ITEM, RESULT_COLUMNS
@@ -97,6 +100,7 @@ class DerivedColumn:
     doc: str
     covers: str = ""  # the items it is computed on ('' where not computed on items)
     higher_is_better: bool | None = None  # None: not a score
+    numeric: bool = False  # a number (sorted as one), else text
 
     def __post_init__(self) -> None:
         if not self.doc.strip():
@@ -110,6 +114,10 @@ SEPARATION = "≈ next by Full"
 FRESH_CI = "Fresh 95% CI"
 GAP_CI = "Gap 95% CI"
 GAP_MARK = "⚑"  # the Gap vs human interval lies above 0
+ABILITY = "Ability"
+ABILITY_SE = "Ability SE"
+PASSES = "Passes"
+ESTIMATE = "Quick estimate"
 DERIVED = (
     DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)", "Full's items"),
     DerivedColumn(
@@ -164,6 +172,40 @@ DERIVED = (
         "more than the practitioners do, which points at memorisation",
         "Gap vs human's items",
     ),
+    DerivedColumn(
+        ABILITY,
+        SEPARATION,
+        True,
+        "ability on the one scale of models and practitioners (a 2PL item-response fit over the comparable models' "
+        "per-item outcomes and every practitioner's answers, refitted in the background as rows arrive; the Plots "
+        "tab draws both); the practitioners' comparable reference row: the median practitioner's. Empty until "
+        "fitted",
+        "the comparable models' items; each practitioner's answered items",
+        True,
+        numeric=True,
+    ),
+    DerivedColumn(ABILITY_SE, ABILITY, True, "standard error of Ability", "Ability's", False, numeric=True),
+    DerivedColumn(
+        PASSES,
+        ABILITY_SE,
+        True,
+        "whether the row reaches the licensing exam's pass mark (TCMQA_PASS_MARK, default 60%: 360 of 600 points) "
+        "on the full corpus (Full), on fresh items where it has them (Fresh), and in how many units (the corpus's "
+        "domains) of those with items; the model page lists each",
+        "Full's, Fresh's and each unit's items",
+    ),
+    DerivedColumn(
+        ESTIMATE,
+        "Full",
+        True,
+        "a quick job's estimate of Full from its anchor items only, '≈ value ± error': the error is the root mean "
+        "square error of the estimate when each of the board's models is left out in turn (measured, not assumed); "
+        "with too few models to fit, the default anchors and the estimate's binomial standard error. Quick rows "
+        "have no Full: they are never ranked, plotted, compared or tested against full rows, and a full run of the "
+        "same model and revision replaces its estimate",
+        "the anchor items (a quick job's)",
+        True,
+    ),
 )
 
 
@@ -188,7 +230,8 @@ OTHER_PROTOCOL = "other protocol"
 OTHER_DATA = "other data"
 UNKNOWN_DATA = "data unknown"
 PAPER = "reported in the paper"
-COMPARISONS = [COMPARABLE, PARTIAL, OTHER_PROTOCOL, OTHER_DATA, UNKNOWN_DATA, PAPER]
+QUICK_ESTIMATE = "quick estimate"  # a quick job's row: an estimate of Full, kept apart from every full row
+COMPARISONS = [COMPARABLE, PARTIAL, OTHER_PROTOCOL, OTHER_DATA, UNKNOWN_DATA, PAPER, QUICK_ESTIMATE]
 _RANK = {label: rank for rank, label in enumerate(COMPARISONS)}
 COMPARISON_COLUMN = DerivedColumn(
     COMPARISON,
@@ -198,7 +241,8 @@ COMPARISON_COLUMN = DerivedColumn(
     "protocol; Coverage 100%), 'partial' (a run on part of the items), 'other protocol', 'other data' (another "
     "fingerprint, e.g. a demo tree or the corpus before a fix), 'data unknown' (a row that recorded no fingerprint) "
     "or 'reported in the paper' (the paper's own corpus); only comparable rows are ranked against each other, the "
-    "others are shown for reference",
+    "others are shown for reference; 'quick estimate' rows (a quick job's estimate of Full, no Full) always come "
+    "last, whatever the sort",
 )
 # the board table's label in the Space: how to read the Comparison column
 LEGEND = (
@@ -207,7 +251,8 @@ LEGEND = (
     "'other protocol', 'other data', 'data unknown' and 'reported in the paper' (the paper's own corpus) are "
     "shown for reference (filter them with Comparison above). ≈ next by Full: a paired test does not separate "
     "the row from the model it names, the next better comparable row by Full, whatever the sort (≠: it does; "
-    "see About)"
+    "see About). 'quick estimate' rows, always last: Full estimated from a few hundred anchor items, "
+    "'≈ value ± error' in Quick estimate, never ranked or plotted with full rows; upgrade one in Submit"
 )
 
 
@@ -358,7 +403,8 @@ def order(frame: pd.DataFrame, sort_by: str = "Full", descending: bool = True) -
     frame = frame.iloc[np.argsort(ranks, kind="stable")]
     if sort_by in frame:
         frame = frame.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable", key=_sort_key)
-    return frame
+    # an estimate is never ranked among full rows: the quick rows come after every other, whatever the sort
+    return frame.iloc[np.argsort((frame[COMPARISON] == QUICK_ESTIMATE).to_numpy(), kind="stable")]
 
 
 def significant(values: pd.Series, digits: int = 4) -> pd.Series:
@@ -420,6 +466,34 @@ def _derived(row: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def quick_rows(estimates: Sequence[Any], evaluated: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The board rows of finished quick jobs (``estimates``, newest first: :meth:`tcmqa.store.Store.quick_estimates`):
+    the latest per model and revision, none for a model and revision that has an evaluated row (its full run
+    replaced the estimate). No Full, no row position: the estimate is text, in its own group."""
+    full = {(r.get("model"), r.get("revision")) for r in evaluated if r.get("origin") != "reported"}
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for job in estimates:
+        estimate = job.meta.get("estimate") or {}
+        if not estimate or (job.model, job.revision) in full or (job.model, job.revision) in rows:
+            continue
+        family = estimate.get("family") or job.meta.get("family")
+        rows[job.model, job.revision] = {
+            "model": job.model,
+            "revision": job.revision,
+            "origin": "evaluated",
+            "family": canonical_family(family)
+            if (family := estimate.get("family") or job.meta.get("family"))
+            else None,
+            "params_b": estimate.get("params_b") or job.meta.get("params_b"),
+            "date": estimate.get("date"),
+            "engine": estimate.get("engine"),
+            "protocol": job.protocol,
+            "comparison": QUICK_ESTIMATE,
+            ESTIMATE: estimate_text(estimate),
+        }
+    return list(rows.values())
+
+
 def merge(
     evaluated: Sequence[dict[str, Any]],
     data_fingerprint: str | None = None,
@@ -427,8 +501,10 @@ def merge(
     correctness: uncertainty.Correctness | None = None,
     marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] | None = None,
     pool: PoolFacts | None = None,
+    quick: Sequence[dict[str, Any]] = (),
 ) -> pd.DataFrame:
-    """Reported + reference + evaluated rows, in board columns with a Comparison label, by Full descending.
+    """Reported + reference + evaluated rows, in board columns with a Comparison label, by Full descending; then
+    the quick estimates (:func:`quick_rows`), in their own group, with no Full.
 
     ``pool``: the hidden pool (:class:`PoolFacts`); the fresh columns stay empty while it is too small.
 
@@ -469,15 +545,15 @@ def merge(
                 **human_fresh(pool),
             )
         )
-    frame = pd.DataFrame([*_reported_records(), *references, *rows])  # one frame of dicts: no concat of dtypes
+    frame = pd.DataFrame([*_reported_records(), *references, *rows, *quick])  # one frame of dicts: no concat of dtypes
     labels = {v: k for k, v in COLUMNS.items()} | {"comparison": COMPARISON}
     frame = frame.rename(columns=labels).reindex(columns=["Model", COMPARISON, *CHOICES, ROW])
     frame["Origin"] = frame["Origin"].fillna("evaluated")
     frame["Family"] = frame["Family"].fillna("unknown")
     frame["Revision"] = frame["Revision"].astype(object).fillna("").astype(str).str[:12]
-    for name in [*[c.label for c in DERIVED], *READ_AGAINST]:  # text; reported and reference rows have none
+    for name in [*[c.label for c in DERIVED if not c.numeric], *READ_AGAINST]:  # text; reported, reference: none
         frame[name] = frame[name].astype(object).fillna("")
-    for name in NUMERIC_COLUMNS:
+    for name in [*NUMERIC_COLUMNS, *[c.label for c in DERIVED if c.numeric]]:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").round(2)
     for name in P_VALUES:
         frame[name] = significant(pd.to_numeric(frame[name], errors="coerce"))
@@ -517,6 +593,41 @@ def select(
     shown = order(frame[keep], sort_by, descending)
     wanted = ["Model", COMPARISON, *[c for c in CHOICES if c in columns]]
     return shown[wanted].reset_index(drop=True)
+
+
+def pass_note(mark: float) -> str:
+    """The board's line on the pass mark, under the table."""
+    return (
+        f"**Pass mark {mark:g}%** (the licensing exam's written test passes at 360 of 600 points, 60%; "
+        "TCMQA_PASS_MARK): **Passes** says whether a row reaches it on Full, on Fresh and in how many units; the "
+        "Plots tab draws it as a line. **Ability** (± **Ability SE**): the one scale of models and practitioners."
+    )
+
+
+def with_scale(frame: pd.DataFrame, runs: Sequence[str | None], scale: Scale | None, mark: float) -> pd.DataFrame:
+    """``frame`` (a :func:`merge`) with the one scale's columns: each comparable evaluated row's Ability and its
+    SE (its run, ``runs[row]``, in ``scale``), the comparable practitioners' reference row's (the median
+    practitioner), and every comparable or paper row's Passes at ``mark`` (Full, Fresh, and the units of its run)."""
+    frame = frame.copy()
+    comparable = frame[COMPARISON] == COMPARABLE
+    evaluated = comparable & frame[ROW].notna()
+    run = frame.loc[evaluated, ROW].astype(int).map(lambda i: runs[i])
+    units: dict[str, dict[str, float]] = {}
+    if scale is not None:
+        fitted = scale.by_run()
+        frame.loc[evaluated, ABILITY] = run.map(fitted["theta"]).round(2)
+        frame.loc[evaluated, ABILITY_SE] = run.map(fitted["theta_se"]).round(2)
+        people = scale.practitioners()
+        if len(people):
+            median = round(float(people["theta"].median()), 2)
+            frame.loc[comparable & (frame["Origin"] == "reference"), ABILITY] = median
+        units = scale.units
+    scored = (comparable | (frame[COMPARISON] == PAPER)) & frame["Full"].notna() & (frame["Origin"] != "reference")
+    frame.loc[scored, PASSES] = [
+        verdict(full, fresh, units.get(str(run.get(i)), {}), mark)
+        for i, full, fresh in zip(frame.index[scored], frame.loc[scored, "Full"], frame.loc[scored, "Fresh"])
+    ]
+    return frame
 
 
 def plot_frames(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -559,9 +670,16 @@ class Board:
         protocol: str = PROTOCOL,
         practice: Any = None,
         raters: int = RATERS_PER_ITEM,
+        scales: Scales | None = None,
+        pass_mark: float = PASS_MARK,
         rescorer: Rescorer | None = None,
     ):
         self.store = store
+        self.scales = scales  # the one scale, fitted in the background (tcmqa.leaderboard.scale)
+        self.pass_mark = check_mark(pass_mark)
+        self._runs: list[str | None] = []  # the run each evaluated row (its ROW) reads
+        self._shown: tuple[pd.DataFrame, Scale | None, pd.DataFrame] | None = None  # (merged, fit, shown)
+        self._asked: tuple[str, str] | None = None  # the (store, practice) versions the scale was last asked on
         self.data_fingerprint = data_fingerprint
         self.protocol = protocol
         self.practice = practice  # a tcmqa.leaderboard.practice.Practice: the reference grows with its responses
@@ -574,6 +692,7 @@ class Board:
         # p-values of the pairs tested (their runs unchanged)
         self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] = {}
         self._pool = PoolFacts()  # the hidden pool the fresh columns are shown against
+        self._quick: list[Any] = []  # the finished quick jobs (their estimates)
         self.raters = raters  # the study's N: the practitioners' reference on fresh items is their majority
         self.rescorer = rescorer  # the served data's errata: rows run before them rescored on the corrected keys
 
@@ -593,7 +712,7 @@ class Board:
         """The merged board. A finished or imported run merges it anew; a practitioner's response (only the
         practice version changed) sets the subset columns in place (:func:`with_reference`)."""
         pool_version = self.store.fresh_pool_version()
-        version = f"{self.store.version()}|{self.store.outcomes_version()}|{pool_version}"
+        version = f"{self.store.version()}|{self.store.outcomes_version()}|{pool_version}|{self.store.quick_version()}"
         practice = self.store.practice_version() if self.practice is not None else ""
         with self._lock:
             if version == self._version and practice != self._practice_version:
@@ -605,15 +724,32 @@ class Board:
                 if changed:  # their pairs are tested again (a row without revision reads its model's latest run)
                     self._marks = {pair: m for pair, m in self._marks.items() if not {pair[0][0], pair[1][0]} & changed}
                 self._results = self.store.results()
+                self._quick = self.store.quick_estimates()
                 if pool_version != self._pool.version:
                     self._pool = PoolFacts.of(self.store, self.raters)
                 correctness = outcomes.ByKey(self.reference.outcomes)
                 rows = self._rows(self._results)
-                self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool)
+                quick = quick_rows(self._quick, rows)
+                self._frame = merge(
+                    rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool, quick
+                )
                 if self.rescorer is not None and self.rescorer.errata:  # the paper's rows have no outputs here
                     self._frame.loc[self._frame["Origin"] == "reported", KEY_REVISION] = NOT_RESCORED
                 self._version, self._practice_version = version, practice
-            return self._frame
+                evaluated = [r for r in rows if r.get("origin") != "reported"]
+                self._runs = [self.reference.outcomes.run_of(r.get("model"), r.get("revision")) for r in evaluated]
+            if self.scales is not None and self._asked != (version, practice):  # fitted off the request path
+                ranked = self._frame.loc[self._frame[COMPARISON] == COMPARABLE, ROW].dropna().astype(int)
+                self.scales.request([run for i in ranked if (run := self._runs[i]) is not None])
+                self._asked = (version, practice)
+            return self._on_scale()
+
+    def _on_scale(self) -> pd.DataFrame:
+        """The merged frame with the latest fit's columns (:func:`with_scale`), recomputed when either changes."""
+        latest = self.scales.latest if self.scales is not None else None
+        if self._shown is None or self._shown[0] is not self._frame or self._shown[1] is not latest:
+            self._shown = (self._frame, latest, with_scale(self._frame, self._runs, latest, self.pass_mark))
+        return self._shown[2]
 
     def families(self) -> list[str]:
         return sorted(set(self.frame()["Family"]) - {"Human"})

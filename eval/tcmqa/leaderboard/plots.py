@@ -14,6 +14,11 @@ or no Subset) are drawn on neither; :func:`left_off` says which and why, under t
 * The practitioners are one series on each figure: a line (black) at their majority vote on each
   panel's own subset items: the paper's 64.94 on the paper's panel, the board's comparable reference row
   (the majority on the comparable rows' subset items) on the evaluated panel.
+* The pass mark (``TCMQA_PASS_MARK``) is a red line on Figure 2's panels.
+
+:func:`ability_figure` draws the one scale (:mod:`tcmqa.leaderboard.scale`): the comparable models' abilities
+(the board's Ability, ± its SE) and every practitioner's on the same axis, and where the pass mark lies on it
+(the ability whose expected accuracy over the fitted items is the mark).
 """
 
 from __future__ import annotations
@@ -28,16 +33,21 @@ from matplotlib.gridspec import GridSpec
 from tcmqa import figures
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard import empty
+from tcmqa.leaderboard.scale import Scale
+from tcmqa.passmark import PASS_MARK
 
 TITLE = "Figure 2. Accuracy against parameters"
 SUBSET_TITLE = "Subset accuracy beside the licensed practitioners"
 EVALUATED = " (evaluated)"  # the legend suffix of an evaluated family's line
 PAPER_PANEL = "Reported in the paper (on its own corpus)"
-PRACTITIONERS = "Licensed practitioners (majority vote)"
+HUMAN = "Licensed practitioners (majority vote)"  # the practitioners' one series on Figure 2 and the Subset bars
 BAR_INCHES = 0.24  # a bar's row in the Subset figure: room for its model name
 PANEL_INCHES = 0.9  # a Subset panel's title and axis
 LEGEND_INCHES = 2.6  # Figure 2's legend, right of the panels
 COLOURS = {board_lib.PAPER: "#8c8c8c", board_lib.COMPARABLE: "#4c72b0"}
+PASS_STYLE = {"color": "tab:red", "lw": 1.5, "ls": "-."}
+ABILITY_TITLE = "One scale: models and practitioners (2PL ability)"
+MODELS, PRACTITIONERS = "Comparable models", "Practitioners"
 
 
 def family_lines(points: pd.DataFrame) -> dict[str, dict[str, list]]:
@@ -71,9 +81,9 @@ def _reference(ax: Axes, value: float | None, vertical: bool = False) -> None:
     """The practitioners' line on one panel, with its value; the legend names the series once per figure."""
     if value is None:
         return
-    named = any(PRACTITIONERS in label for other in ax.figure.axes for label in other.get_legend_handles_labels()[1])
+    named = any(HUMAN in label for other in ax.figure.axes for label in other.get_legend_handles_labels()[1])
     line = ax.axvline if vertical else ax.axhline
-    line(value, ls="--", color="black", lw=1.5, label="_" + PRACTITIONERS if named else PRACTITIONERS)
+    line(value, ls="--", color="black", lw=1.5, label="_" + HUMAN if named else HUMAN)
     text = f"{value:.2f}"
     if vertical:
         ax.annotate(text, (value, 1.0), xycoords=("data", "axes fraction"), ha="left", va="bottom", fontsize=7)
@@ -81,9 +91,10 @@ def _reference(ax: Axes, value: float | None, vertical: bool = False) -> None:
         ax.annotate(text, (1.0, value), xycoords=("axes fraction", "data"), ha="right", va="bottom", fontsize=7)
 
 
-def figure2(frame: pd.DataFrame) -> Figure:
+def figure2(frame: pd.DataFrame, mark: float = PASS_MARK) -> Figure:
     """Figure 2 from the board's merged frame (:meth:`tcmqa.leaderboard.board.Board.frame`): the paper's rows
-    on the left, the comparable rows evaluated here on the right (module doc)."""
+    on the left, the comparable rows evaluated here on the right (module doc), the pass mark ``mark`` (percent)
+    a line on each."""
     scatter, _ = board_lib.plot_frames(frame)
     reported = scatter[scatter["origin"] == "reported"]
     evaluated = scatter[(scatter["origin"] == "evaluated") & (scatter["comparison"] == board_lib.COMPARABLE)]
@@ -105,7 +116,8 @@ def figure2(frame: pd.DataFrame) -> Figure:
         here.set_title(here_title(frame), fontsize=10)
         here.set_xlabel(paper.get_xlabel())
         here.grid(axis="y", alpha=0.3)
-    for ax in fig.axes:
+    for at, ax in enumerate(fig.axes):
+        ax.axhline(mark, label="_" if at else f"Pass mark {mark:g}%", **PASS_STYLE)
         ax.set_xscale("log")
         ax.set_ylim(0, 100)
     paper.set_ylabel("Full exact match (%)")
@@ -180,3 +192,37 @@ def left_off(frame: pd.DataFrame) -> str:
     if blank:
         notes.append(f"Not in the Subset bars. {blank}")
     return "\n\n".join(notes)
+
+
+def ability_figure(frame: pd.DataFrame, scale: Scale | None, mark: float = PASS_MARK) -> Figure:
+    """The comparable models (the board's Ability ± Ability SE, top row) and the practitioners (bottom row, each
+    ± its SE) on one ability axis, with the pass mark's ability as a vertical line; a note while not fitted."""
+    fig, ax = plt.subplots(figsize=(9.5, 3.6))
+    ax.set_title(ABILITY_TITLE)
+    models = frame[(frame[board_lib.COMPARISON] == board_lib.COMPARABLE) & (frame["Origin"] == "evaluated")]
+    models = models.dropna(subset=[board_lib.ABILITY])
+    if scale is None or models.empty:
+        ax.text(0.5, 0.5, "Not fitted yet: the scale is fitted in the background", ha="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        plt.close(fig)
+        return fig
+    people = scale.practitioners()
+    rng = np.random.default_rng(0)  # a fixed jitter: the same board draws the same picture
+    for y, name, theta, se in (
+        (1.0, MODELS, models[board_lib.ABILITY].to_numpy(float), models[board_lib.ABILITY_SE].to_numpy(float)),
+        (0.0, PRACTITIONERS, people["theta"].to_numpy(float), people["theta_se"].to_numpy(float)),
+    ):
+        if not len(theta):
+            continue
+        rows = y + rng.uniform(-0.18, 0.18, len(theta))
+        ax.errorbar(theta, rows, xerr=se, fmt="none", ecolor="0.7", lw=0.8, zorder=1)
+        ax.plot(theta, rows, "o", ms=5, alpha=0.85, label=f"{name} (n={len(theta)})", zorder=2)
+    at = scale.ability_at(mark)
+    ax.axvline(at, label=f"Pass mark {mark:g}% (expected Full) at {at:.2f}", **PASS_STYLE)
+    ax.set_yticks([0.0, 1.0], [PRACTITIONERS, MODELS])
+    ax.set_ylim(-0.5, 1.5)
+    ax.set_xlabel("Ability (2PL, the scale of models and practitioners)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    plt.close(fig)
+    return fig

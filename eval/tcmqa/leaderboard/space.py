@@ -15,7 +15,7 @@ import pandas as pd
 from tcmqa import forms
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard import empty, lang, model_outputs, queue, tabs
+from tcmqa.leaderboard import empty, lang, model_outputs, outcomes, queue, tabs
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.about import about_markdown
 from tcmqa.leaderboard.errors import reported
@@ -25,9 +25,10 @@ from tcmqa.leaderboard.identity import Guard
 from tcmqa.leaderboard.lang import language_selector, t, tab_labels
 from tcmqa.leaderboard.practice_tab import practitioners_tab
 from tcmqa.leaderboard.rescored import Rescorer
+from tcmqa.leaderboard.scale import Scales
 from tcmqa.leaderboard.settings import Settings
-from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
-from tcmqa.store import Store, open_store
+from tcmqa.leaderboard.validation import KINDS, Rejected, enqueue, submitter, upgrade, validate
+from tcmqa.store import EVAL, QUICK, Store, open_store
 from tcmqa.store.admin import NotAllowed
 
 
@@ -44,18 +45,22 @@ def build_app(
     policy = settings.policy()
     # the study read from its pinned source, the Space's pseudonym key, N raters, admins (Settings owns them)
     practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
+    # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
+    explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
+    # the one scale of models and practitioners, fitted in the background over what the explorer serves
+    explorer.scales = Scales(outcomes.shared(store), explorer.responses, explorer.domains)
     served = served_fingerprint(settings.data)
     board = board_lib.Board(
         store,
         data_fingerprint=served,
         practice=practice if settings.practice else None,
         raters=settings.practice_raters,
+        scales=explorer.scales,
+        pass_mark=settings.pass_mark,
         rescorer=Rescorer(store, settings.data, served),  # the data's errata: earlier runs rescored on its keys
     )
     # the published runs' outcomes, aggregated once into the store: the board counts imported rows on the current subset
     threading.Thread(target=model_outputs.record_published, args=(store, settings.data), daemon=True).start()
-    # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
-    explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
     # who is calling, for every handler: a public view, a practitioner's session or an admin's action
     guard = Guard(
         hosted=settings.hosted, admins=settings.practice_admins, admin_token=settings.admin_token, store=store
@@ -119,20 +124,36 @@ def build_app(
         return gr.update(choices=board.families(), value=current)
 
     @guard.public  # anyone may submit (hosted: the signed-in account, checked by ``submitter``)
-    def submit(model_id: str, revision: str, released: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+    def submit(
+        model_id: str, revision: str, released: str, kind: str | None, profile: gr.OAuthProfile | None
+    ) -> tuple[str, str]:
+        kind = kind or EVAL
         try:
             user = submitter(profile, policy)
-            accepted = validate(model_id, revision, user=user, api=api, store=store, policy=policy, released=released)
-            job = enqueue(accepted, user=user, store=store, policy=policy)
+            accepted = validate(
+                model_id, revision, user=user, api=api, store=store, policy=policy, released=released, kind=kind
+            )
+            job = enqueue(accepted, user=user, store=store, policy=policy, kind=kind)
         except Rejected as err:
             return f"❌ {err}", ""
         except Exception as err:
             return f"❌ The submission could not be queued: {reported(err, 'submit')}.", ""
+        what = "a quick estimate of Full (the anchor items only)" if kind == QUICK else "job"
         return (
-            f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as job `{job.id}`: "
+            f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as {what} `{job.id}`: "
             "PENDING. Its status updates below.",
             job.id,
         )
+
+    @guard.public  # anyone signed in may upgrade a finished quick estimate (the rate limit counts it)
+    def upgrade_quick(job: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+        try:
+            full = upgrade(job, user=submitter(profile, policy), store=store, policy=policy)
+        except Rejected as err:
+            return f"❌ {queue.escaped(str(err))}", job
+        except Exception as err:
+            return f"❌ The upgrade could not be queued: {reported(err, 'upgrade')}.", job
+        return f"✅ Queued the full evaluation of {full.model} as job `{full.id}`: it replaces the estimate.", full.id
 
     @guard.public
     def show_queue() -> pd.DataFrame:
@@ -214,6 +235,7 @@ def build_app(
             table = gr.Dataframe(
                 interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label=board_lib.LEGEND
             )
+            gr.Markdown(board_lib.pass_note(settings.pass_mark), elem_id="board-pass-mark")
             note = gr.Markdown(elem_id="board-note")  # why a row's Subset and Δ human are blank
             inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending, comparisons]
             for control in inputs:
@@ -227,7 +249,9 @@ def build_app(
             t("tab_explorer"), elem_id="tab-explorer"
         ):  # search, filters, pages of items; the item page a row opens
             item_id = explorer_tab(explorer, board, demo, guard.public)
-        tabs.analysis_tabs(settings, store, practice, item_id, demo, guard.public, board)  # Compare and Model
+        tabs.analysis_tabs(  # Compare and Model
+            settings, store, practice, item_id, demo, guard.public, board, explorer.scales
+        )
         with gr.Tab(t("tab_submit"), elem_id="tab-submit"):
             if settings.hosted:
                 gr.LoginButton()
@@ -245,13 +269,23 @@ def build_app(
                     info=t("submit_released_info"),
                     elem_id="submit-released",
                 )
+            kind = gr.Radio(
+                [(t(f"submit_kind_{value}"), value) for value in KINDS],
+                value=EVAL,
+                label=t("submit_kind"),
+                info=t("submit_kind_info"),
+                elem_id="submit-kind",
+            )
             submit_button = gr.Button(t("submit_button"), variant="primary", elem_id="submit-button")
             feedback = gr.Markdown(elem_id="submit-feedback")
             job_id = gr.Textbox(label=t("job_id"), elem_id="submit-job")
             status = gr.Markdown(elem_id="submit-status")
-            log_button = gr.Button(t("show_log"), size="sm", elem_id="submit-show-log")
+            with gr.Row():
+                log_button = gr.Button(t("show_log"), size="sm", elem_id="submit-show-log")
+                upgrade_button = gr.Button(t("upgrade_button"), size="sm", elem_id="submit-upgrade")
             log_text = gr.Textbox(label=t("harness_log"), lines=8, interactive=False, elem_id="submit-log")
-            submit_button.click(submit, [model_id, revision, released], [feedback, job_id], api_name="submit")
+            submit_button.click(submit, [model_id, revision, released, kind], [feedback, job_id], api_name="submit")
+            upgrade_button.click(upgrade_quick, job_id, [feedback, job_id], api_name="upgrade")
             status_timer = gr.Timer(2)
             gr.on(
                 [job_id.change, status_timer.tick],

@@ -19,11 +19,13 @@ import gradio as gr
 import pandas as pd
 
 from tcmqa.leaderboard import board as board_lib
+from tcmqa.leaderboard import lang
 from tcmqa.leaderboard.compare import PAGE_SIZE, Comparator, availability, not_comparable
 from tcmqa.leaderboard.lang import t
 from tcmqa.leaderboard.model_page import ModelPages
-from tcmqa.leaderboard.plots import figure2, left_off, subset_figure
+from tcmqa.leaderboard.plots import ability_figure, figure2, left_off, subset_figure
 from tcmqa.leaderboard.practice import PracticeLoader
+from tcmqa.leaderboard.scale import Scales
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.store import Store
 
@@ -31,6 +33,7 @@ Safe = Callable[[Callable[..., Any]], Callable[..., Any]]
 # which differing items the Compare tab lists: the model that got them right (None: either)
 WHICH = {"one is right, the other wrong": None, "A right, B wrong": "A", "B right, A wrong": "B"}
 WHICH_CHOICES = list(WHICH)
+PRACTITIONER_COLUMNS = ["practitioner", "ability", "ability SE", "items", "accuracy %"]
 WHICH_KEYS = dict(zip(WHICH_CHOICES, ("compare_either", "compare_a_right", "compare_b_right"), strict=True))
 
 # after a differing item is clicked (its id is in the explorer's box): open the Item explorer and show it
@@ -48,31 +51,51 @@ OPEN_ITEM_JS = """() => {
 
 
 def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Safe) -> None:
-    """The Plots tab: the paper's Figure 2 from the board, Subset accuracy high to low, and what they leave off.
-    The figures are drawn once per board (the board's frame is rebuilt only when its rows change) and sent to a
-    page only when its board changed: a refresh tick of an unchanged board sends nothing."""
-    drawn: dict[int, tuple[Any, Any, str]] = {}  # id(frame) -> its figures and note: the latest board only
+    """The Plots tab: the paper's Figure 2 from the board, the one scale of models and practitioners, Subset
+    accuracy high to low, and what they leave off. The figures are drawn once per board and scale (the board's
+    frame is rebuilt only when its rows change) and sent to a page only when they changed: a refresh tick of an
+    unchanged board sends nothing."""
+    drawn: dict[tuple[int, int, float], tuple[Any, ...]] = {}  # the latest board's figures, tables and note
 
     @safe
-    def show_plots(seen: int | None = None) -> tuple[Any, ...]:
+    def show_plots(seen: tuple[int, int, float] | None = None) -> tuple[Any, ...]:
         frame = board.frame()
-        if seen == id(frame):
-            return gr.skip(), gr.skip(), gr.skip(), seen
-        if id(frame) not in drawn:
+        latest = board.scales.latest if board.scales is not None else None
+        mark = board.pass_mark
+        key = (id(frame), id(latest), mark)
+        if seen == key:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), seen
+        if key not in drawn:
+            people = pd.DataFrame(columns=PRACTITIONER_COLUMNS)
+            if latest is not None:
+                names = {"name": "practitioner", "theta": "ability", "theta_se": "ability SE", "n_items": "items"}
+                people = latest.practitioners().rename(columns={**names, "accuracy": "accuracy %"})
+                people = people[PRACTITIONER_COLUMNS].sort_values("ability", ascending=False).round(2)
             drawn.clear()
-            drawn[id(frame)] = (figure2(frame), subset_figure(frame), left_off(frame))
-        return (*drawn[id(frame)], id(frame))
+            drawn[key] = (
+                figure2(frame, mark),
+                ability_figure(frame, latest, mark),
+                people,
+                subset_figure(frame),
+                left_off(frame),
+            )
+        return (*drawn[key], key)
 
     with gr.Tab(t("tab_plots"), elem_id="tab-plots"):
         size = gr.Plot(label=t("plots_figure2"), elem_id="plots-figure2")
+        ability = gr.Plot(label="One scale: models and practitioners", elem_id="plots-ability")
+        practitioners = gr.Dataframe(
+            interactive=False, label="Practitioners on the scale (each on the items they answered)",
+            max_height=300, elem_id="plots-practitioners",
+        )  # fmt: skip
         bars = gr.Plot(label=t("plots_subset"), elem_id="plots-subset")
         note = gr.Markdown(elem_id="plots-note")
-        shown_board = gr.State(None)  # the board this page's plots were drawn from
+        shown_board = gr.State(None)  # the board and scale this page's plots were drawn from
     gr.on(
         [demo.load, timer.tick],
         show_plots,
         shown_board,
-        [size, bars, note, shown_board],
+        [size, ability, practitioners, bars, note, shown_board],
         api_name="plots",
         show_progress="hidden",
     )
@@ -86,9 +109,9 @@ def shown(value: Any, visible: bool) -> Any:
     return gr.update(value=value, visible=visible)
 
 
-def table(frame: pd.DataFrame) -> Any:
+def table(frame: pd.DataFrame | None) -> Any:
     """A table, hidden when it has no row."""
-    return shown(frame, not frame.empty)
+    return shown(frame, frame is not None and not frame.empty)
 
 
 def _no_comparison(text: str) -> tuple[Any, ...]:
@@ -103,12 +126,13 @@ def analysis_tabs(
     demo: gr.Blocks,
     safe: Safe,
     board: board_lib.Board,
+    scales: Scales | None = None,
 ) -> None:
     """The Compare and Model tabs. ``practice``: the Space's ``PracticeLoader`` (used in practitioner mode
     only); ``item_id``: the Item explorer's id box, which a clicked differing item fills; ``board``: the rows
     Compare says it cannot compare."""
     comparator = Comparator(settings.data, store, settings.practice_raters)
-    pages = ModelPages(comparator, practice if settings.practice else None)
+    pages = ModelPages(comparator, practice if settings.practice else None, scales, settings.pass_mark)
 
     @safe
     def model_choices() -> tuple[Any, Any, Any, str]:
@@ -150,7 +174,8 @@ def analysis_tabs(
         if c.withheld:
             note += f" {c.withheld:,} more are withheld: they are in practitioner blocks still being answered."
         listed = c.page(number, right=right)
-        return c.summary(), table(c.accuracy), table(c.by_domain), table(c.outcomes), table(listed), note
+        domains = lang.domain_names(c.by_domain)
+        return c.summary(), table(c.accuracy), table(domains), table(c.outcomes), table(listed), note
 
     @safe
     def open_item(event: gr.SelectData) -> str:
@@ -163,14 +188,16 @@ def analysis_tabs(
     def show_model(model: str | None) -> tuple[Any, ...]:
         """The page's summary and parts; a part with nothing to show is hidden and the summary says why."""
         if not model:
-            return ("Choose a model.", *[HIDDEN] * 8)
+            return ("Choose a model.", *[HIDDEN] * 10)
         if model not in comparator.outputs.runs():
-            return (f"No outputs for `{model}`.", *[HIDDEN] * 8)
+            return (f"No outputs for `{model}`.", *[HIDDEN] * 10)
         p = pages.page(model)
         on = bool(p.n_subset)  # no subset item: nothing to set beside the practitioners
         return (
             p.summary(),
-            shown(p.by_domain, on),
+            table(p.scale),
+            table(p.passes),
+            shown(lang.domain_names(p.by_domain), on),
             shown(p.domain_figure() if on else None, on),
             shown(p.by_difficulty, on),
             shown(p.difficulty_figure() if on else None, on),
@@ -225,6 +252,13 @@ def analysis_tabs(
         model_summary = gr.Markdown(elem_id="model-summary")
         # every part hidden until it has something to show (show_model)
         with gr.Row():
+            scale_table = gr.Dataframe(
+                interactive=False, wrap=True, label="On the one scale", visible=False, elem_id="model-scale"
+            )
+            pass_table = gr.Dataframe(
+                interactive=False, label=f"Pass mark {settings.pass_mark:g}%", visible=False, elem_id="model-passes"
+            )
+        with gr.Row():
             domain_table = gr.Dataframe(
                 interactive=False, label=t("model_domains"), visible=False, elem_id="model-domains"
             )
@@ -259,6 +293,8 @@ def analysis_tabs(
     items.select(open_item, None, item_id, api_name=False).then(None, js=OPEN_ITEM_JS)
     parts = [
         model_summary,
+        scale_table,
+        pass_table,
         domain_table,
         domain_plot,
         difficulty_table,

@@ -106,10 +106,10 @@ class PracticeScoring(PracticeCore):
         )
         by_domain["accuracy"] = (100 * by_domain["accuracy"]).round(1)
         by_domain["agreement"] = (100 * by_domain["agreement"].astype(float)).round(1)
-        by_domain.insert(1, "domain_zh", by_domain["domain"].map(DOMAINS))
         agree = frame["agree"].dropna()
         return {
             "block": block,
+            "number": self.block_number(block),
             "items": len(items),
             "accuracy": round(100 * float(frame["correct"].mean()), 2),
             "agreement": None if agree.empty else round(100 * float(agree.mean()), 2),
@@ -124,9 +124,9 @@ class PracticeScoring(PracticeCore):
         n = self._block_raters(snap, block)
         done = sum(counts(snap, a) and finished(snap, a) for a in snap.assignments if a["block"] == block)
         raise ReviewWaits(
-            f"You have answered every item of block {block}. Its review opens once all its {n} raters have "
-            f"finished it ({done} of {n} so far): until then nobody sees the reference or anyone else's choices. "
-            "Come back to it later, or start your next block."
+            f"You have answered every item of block {self.block_number(block)}. Its review opens once all its {n} "
+            f"raters have finished it ({done} of {n} so far): until then nobody sees the reference or anyone "
+            "else's choices. Come back to it later, or start your next block."
         )
 
     def models_on(self, item_ids: Sequence[str]) -> pd.DataFrame:
