@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from tcmqa.data import has_config, load_config
-from tcmqa.leaderboard import browse, lang, model_outputs
+from tcmqa.leaderboard import browse, empty, lang, model_outputs
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.practice.core import open_block_items  # the finished-block rule's one home
 from tcmqa.leaderboard.scale import MEANING, NOT_FITTED, Scales
@@ -284,10 +284,11 @@ class Explorer:
             return f"{head}\n\n{options}\n\n{WITHHELD}", hidden, hidden.copy()
         answer = ", ".join(row["answer"])
         text = f"{head}\n\n{options}\n\n**Answer:** {answer}\n\n{_text(row['explanation'])}\n\n{self.on_scale(item_id)}"
+        unread = False  # the practitioners' answers could not be loaded (said below)
         try:
             everyone = self.responses()
         except Exception as err:  # practitioner mode cannot load its study (e.g. no pinned revision): say so
-            everyone = pd.DataFrame(columns=["item_id", *RESPONSE_COLUMNS])
+            everyone, unread = pd.DataFrame(columns=["item_id", *RESPONSE_COLUMNS]), True
             text += f"\n\n_The practitioners' answers could not be loaded: {reported(err, 'practitioners answers')}._"
         responses = everyone[everyone["item_id"] == item_id]
         columns = [c for c in [*RESPONSE_COLUMNS, "source"] if c in responses]
@@ -313,4 +314,8 @@ class Explorer:
         if "domains" in responses:
             responses["domains"] = responses["domains"].map(_domains)
         outputs = outputs.sort_values("model", key=lambda m: m.map({name: i for i, name in enumerate(shown)}))
+        if responses.empty and not unread:  # the tab hides an empty table (explorer_tab): say why
+            text += f"\n\n{empty.no_responses()}"
+        if outputs.empty:
+            text += f"\n\n{empty.no_outputs()}"
         return text, responses.reset_index(drop=True), outputs.reset_index(drop=True)

@@ -34,7 +34,7 @@ from matplotlib.gridspec import GridSpec
 from tcmqa import figures, passmark
 from tcmqa.data import has_config, load_config
 from tcmqa.errata import data_errata
-from tcmqa.leaderboard import lang
+from tcmqa.leaderboard import empty, lang
 from tcmqa.leaderboard.compare import UNRATED, Comparator
 from tcmqa.leaderboard.scale import Scale, Scales
 from tcmqa.rescore import corrected
@@ -94,18 +94,25 @@ class ModelPage:
     by_consensus: pd.DataFrame  # practitioners correct ("k/N"), n, model %, practitioners %
     calibration: pd.DataFrame  # measure, value, meaning
     probes: pd.DataFrame  # measure, value, meaning
+    subset_items: int = 0  # items in the subset as it stands (the model's or not)
     scale: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=SCALE_COLUMNS))
     passes: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=PASS_COLUMNS))
     errata: int = 0  # the served data's errata its run was scored under (rescored from its predictions)
 
     def summary(self) -> str:
+        """What the page is on; where a part of it is empty, why and what to do (:mod:`tcmqa.leaderboard.empty`)."""
         if not self.n_items:
             return f"**{self.model}** has no outputs here."
         keys = f" Scored on the corpus's current keys ({self.errata} errata applied)." if self.errata else ""
-        return (
-            f"**{self.model}**: {self.n_items:,} items scored, {self.n_subset:,} of them in the practitioners' "
-            f"subset (the tables below are on those).{keys}"
-        )
+        if not self.n_subset:
+            text = empty.no_subset_items(self.model, self.n_items, self.subset_items)
+        else:
+            text = (
+                f"**{self.model}**: {self.n_items:,} items scored, {self.n_subset:,} of them in the practitioners' "
+                f"subset (the tables below are on those).{keys}"
+            )
+        facts = empty.no_facts(self.model, not self.calibration.empty, not self.probes.empty)
+        return f"{text}\n\n{facts}" if facts else text
 
     def domain_figure(self) -> Figure:
         domains = self.by_domain[(self.by_domain["domain"] != UNRATED) & (self.by_domain["n"] > 0)]  # no gaps
@@ -200,6 +207,7 @@ def model_page(model: str, run: pd.DataFrame, subset: pd.DataFrame, row: dict[st
         by_consensus,
         _facts(row, CALIBRATION),
         _facts(row, PROBES),
+        subset["item_id"].nunique(),
     )
 
 
