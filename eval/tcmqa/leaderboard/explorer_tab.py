@@ -117,6 +117,11 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
         item_id = str(row[0])
         return (item_id, 1, *show_item(item_id))
 
+    def fit_tables(*frames: pd.DataFrame | None) -> tuple[Any, ...]:
+        """Each of the item page's tables shown only with a row: ``/item`` returns the tables as they are (its
+        API callers read them), and the item's text says why one is empty."""
+        return tuple(gr.update(visible=frame is not None and not frame.empty) for frame in frames)
+
     def refresh_choices() -> tuple[Any, Any]:
         """The models with outputs (the leading comparable model first, the default) and the source difficulties."""
         models = explorer.models(board.frame())
@@ -173,7 +178,7 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
         interactive=False,
         wrap=True,
         max_height=900,
-        column_widths=["9%", "38%", "9%", "20%", "9%", "15%"],
+        column_widths=["8%", "32%", "8%", "17%", "8%", "13%", "7%", "7%"],
         elem_id="explorer-results",
     )
     controls = [search, domain, answer_type, rated, source, consensus, outcome, model, page]
@@ -201,19 +206,23 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
         )
         item_button = gr.Button(t("explorer_show"), elem_id="item-show", scale=0, min_width=140)
     item_text = gr.Markdown(elem_id="item-text")
-    gr.Markdown("**" + t("explorer_responses") + "**")
-    item_responses = gr.Dataframe(NO_ITEM, interactive=False, elem_id="item-responses")
-    gr.Markdown(t("explorer_outputs"))
-    item_outputs = gr.Dataframe(NO_ITEM, interactive=False, wrap=True, elem_id="item-outputs")
+    # each table hidden until it has a row (fit_tables); the item's text says why one is empty
+    item_responses = gr.Dataframe(
+        NO_ITEM, interactive=False, label=t("explorer_responses"), visible=False, elem_id="item-responses"
+    )
+    item_outputs = gr.Dataframe(
+        NO_ITEM, interactive=False, wrap=True, label=t("explorer_outputs"), visible=False, elem_id="item-outputs"
+    )
     page_outputs = [item_text, item_responses, item_outputs]
+    tables = [item_responses, item_outputs]
     gr.on(
         [item_button.click, item_id.submit, models_page.submit],
         public(show_item),
         [item_id, models_page],
         page_outputs,
         api_name="item",
-    )
+    ).then(public(fit_tables), tables, tables, api_name=False, show_progress="hidden")
     results.select(public(open_row), None, [item_id, models_page, *page_outputs], api_name=False).then(
-        None, js=SHOW_ITEM_JS
-    )
+        public(fit_tables), tables, tables, api_name=False, show_progress="hidden"
+    ).then(None, js=SHOW_ITEM_JS)
     return item_id
