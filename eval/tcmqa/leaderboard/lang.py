@@ -149,7 +149,6 @@ STRINGS: dict[str, tuple[str, str, str]] = {
         "子集正确率（含中医师参照）",
         "子集正確率（含中醫師參照）",
     ),
-    "plots_subset_axis": ("Subset exact match (%)", "子集完全匹配（%）", "子集完全匹配（%）"),
     # Compare
     "compare_a": ("Model A", "模型 A", "模型 A"),
     "compare_b": ("Model B", "模型 B", "模型 B"),
