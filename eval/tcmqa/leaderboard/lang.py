@@ -149,7 +149,6 @@ STRINGS: dict[str, tuple[str, str, str]] = {
         "子集正确率（含中医师参照）",
         "子集正確率（含中醫師參照）",
     ),
-    "plots_subset_axis": ("Subset exact match (%)", "子集完全匹配（%）", "子集完全匹配（%）"),
     # Compare
     "compare_a": ("Model A", "模型 A", "模型 A"),
     "compare_b": ("Model B", "模型 B", "模型 B"),
@@ -349,6 +348,16 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     ),
     "practice_missing_domain": ("at least one **domain**", "至少一个**领域**", "至少一個**領域**"),
     "list_separator": ("; ", "；", "；"),
+    "practice_next_mine": (  # {s}: the English plural
+        "Your next block would complete **{n} subset item{s}** (items the study left short of raters).",
+        "你的下一组将补足 **{n} 道子集试题**（研究中作答人数不足的试题）。",
+        "你的下一組將補足 **{n} 道子集試題**（研究中作答人數不足的試題）。",
+    ),
+    "practice_next_any": (
+        "The next block would complete **{n} subset item{s}** (items the study left short of raters).",
+        "下一组将补足 **{n} 道子集试题**（研究中作答人数不足的试题）。",
+        "下一組將補足 **{n} 道子集試題**（研究中作答人數不足的試題）。",
+    ),
     "practice_recorded": ("✅ Recorded.", "✅ 已记录。", "✅ 已記錄。"),
     "practice_signed_in": ("Signed in as **{who}**.", "已登录：**{who}**。", "已登入：**{who}**。"),
     "practice_welcome_back": (
@@ -476,7 +485,7 @@ def language_selector(demo: gr.Blocks) -> gr.Radio:
         elem_id="language",
         container=False,
         scale=0,
-        min_width=320,
+        min_width=420,  # the three names on one line beside the title
     )
     demo.load(None, None, selector, js=LOCALE_JS)
     selector.input(None, selector, None, js=SWITCH_JS)
