@@ -180,3 +180,18 @@ def test_compare_availability_before_any_click() -> None:
     text = availability(board, both)
     assert "**Gemma-2-2B-It** (published outputs)" in text and "- Gemma-2-2B-It," not in text
     assert "Compare needs two" not in text
+
+
+def test_empty_states_in_the_callers_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The empty states' sentences come from the Space's one table of texts, in the caller's language."""
+    from tcmqa.leaderboard import lang
+
+    monkeypatch.setattr(lang, "current", lambda: "zh-CN")
+    responses = "**中医师作答**：暂无。此题不在中医师子集中；子集随中医师作答而扩大（见“中医师作答”页）。"
+    assert empty.no_responses() == responses
+    page = empty.no_subset_items("org/m", 16, 15)
+    assert "该模型的试题不在中医师子集中（子集目前 15 题）" in page and "subset" not in page
+    monkeypatch.setattr(lang, "current", lambda: "zh-TW")
+    assert empty.no_facts("org/m", True, False) == (
+        "**org/m** 沒有探針數值：其結果列未記錄（這些數值來自完整評測的字母對數機率與探針輪次）。"
+    )

@@ -700,7 +700,7 @@ class Board:
             except Exception:  # the data may be unreachable: the rows as recorded
                 logging.getLogger("tcmqa.board").exception("recomputing the practitioners' reference failed")
         if self.rescorer is not None:
-            rows = self.rescorer.rows(rows, self.reference.outcomes)
+            rows = self.rescorer.rows(rows, self.reference)
         return rows
 
     def frame(self) -> pd.DataFrame:

@@ -90,6 +90,54 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     ),
     "board_sort": ("Sort by", "排序依据", "排序依據"),
     "board_descending": ("Descending", "降序", "降序"),
+    # empty states (tcmqa.leaderboard.empty): why a part is empty and what to do
+    "empty_subset_grows": (
+        "the subset grows as practitioners answer (Practitioners tab)",
+        "子集随中医师作答而扩大（见“中医师作答”页）",
+        "子集隨中醫師作答而擴大（見「中醫師作答」頁）",
+    ),
+    "empty_subset_none": (
+        "the practitioners' subset is empty so far, so there is nothing to set it beside yet",
+        "中医师子集目前为空，暂时无可对照",
+        "中醫師子集目前為空，暫時無可對照",
+    ),
+    "empty_subset_not_in": (
+        "this model's items are not in the practitioners' subset ({size} items so far), so there is nothing to set "
+        "it beside yet",
+        "该模型的试题不在中医师子集中（子集目前 {size} 题），暂时无可对照",
+        "該模型的試題不在中醫師子集中（子集目前 {size} 題），暫時無可對照",
+    ),
+    "empty_model_page": (
+        "**{model}**: {n} items scored; {why}: {grows}. Its Full accuracy is on the Board; Compare sets it beside "
+        "another model item by item.",
+        "**{model}**：已评分 {n} 题；{why}：{grows}。其 Full 正确率见排行榜；“模型对比”可逐题与另一模型对照。",
+        "**{model}**：已評分 {n} 題；{why}：{grows}。其 Full 正確率見排行榜；「模型對比」可逐題與另一模型對照。",
+    ),
+    "empty_facts": (
+        "No {what} values for **{model}**: its results row records none (they come from the letter log-probs and "
+        "the probe passes of a full run).",
+        "**{model}** 没有{what}数值：其结果行未记录（这些数值来自完整评测的字母对数概率与探针轮次）。",
+        "**{model}** 沒有{what}數值：其結果列未記錄（這些數值來自完整評測的字母對數機率與探針輪次）。",
+    ),
+    "empty_calibration": ("calibration", "校准", "校準"),
+    "empty_probe": ("probe", "探针", "探針"),
+    "empty_or": (" or ", "或", "或"),
+    "empty_blank_subset": (
+        "Subset and Δ human are blank for {rows}: none of the items it was scored on is in the practitioners' "
+        "subset yet; {grows}, and the cells fill in once it holds one of them.",
+        "{rows} 的 Subset 与 Δ human 为空：其评分的试题尚无一题在中医师子集中；{grows}，子集含其试题后即会填上。",
+        "{rows} 的 Subset 與 Δ human 為空：其評分的試題尚無一題在中醫師子集中；{grows}，子集含其試題後即會填上。",
+    ),
+    "empty_no_responses": (
+        "**Practitioners' answers**: none yet. This item is not in the practitioners' subset; {grows}.",
+        "**中医师作答**：暂无。此题不在中医师子集中；{grows}。",
+        "**中醫師作答**：暫無。此題不在中醫師子集中；{grows}。",
+    ),
+    "empty_no_outputs": (
+        "**Models' outputs**: none yet. No model has per-item outputs here; submit one (Submit tab).",
+        "**模型输出**：暂无。此处尚无模型的逐题输出；请在“提交模型”页提交。",
+        "**模型輸出**：暫無。此處尚無模型的逐題輸出；請在「提交模型」頁提交。",
+    ),
     # Plots
     "plots_figure2": (
         "Figure 2: Full accuracy against parameters",
@@ -101,7 +149,6 @@ STRINGS: dict[str, tuple[str, str, str]] = {
         "子集正确率（含中医师参照）",
         "子集正確率（含中醫師參照）",
     ),
-    "plots_subset_axis": ("Subset exact match (%)", "子集完全匹配（%）", "子集完全匹配（%）"),
     # Compare
     "compare_a": ("Model A", "模型 A", "模型 A"),
     "compare_b": ("Model B", "模型 B", "模型 B"),
@@ -301,6 +348,16 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     ),
     "practice_missing_domain": ("at least one **domain**", "至少一个**领域**", "至少一個**領域**"),
     "list_separator": ("; ", "；", "；"),
+    "practice_next_mine": (  # {s}: the English plural
+        "Your next block would complete **{n} subset item{s}** (items the study left short of raters).",
+        "你的下一组将补足 **{n} 道子集试题**（研究中作答人数不足的试题）。",
+        "你的下一組將補足 **{n} 道子集試題**（研究中作答人數不足的試題）。",
+    ),
+    "practice_next_any": (
+        "The next block would complete **{n} subset item{s}** (items the study left short of raters).",
+        "下一组将补足 **{n} 道子集试题**（研究中作答人数不足的试题）。",
+        "下一組將補足 **{n} 道子集試題**（研究中作答人數不足的試題）。",
+    ),
     "practice_recorded": ("✅ Recorded.", "✅ 已记录。", "✅ 已記錄。"),
     "practice_signed_in": ("Signed in as **{who}**.", "已登录：**{who}**。", "已登入：**{who}**。"),
     "practice_welcome_back": (
@@ -428,7 +485,7 @@ def language_selector(demo: gr.Blocks) -> gr.Radio:
         elem_id="language",
         container=False,
         scale=0,
-        min_width=320,
+        min_width=420,  # the three names on one line beside the title
     )
     demo.load(None, None, selector, js=LOCALE_JS)
     selector.input(None, selector, None, js=SWITCH_JS)

@@ -144,7 +144,8 @@ def practitioners_tab(
     """
     refusals = (practice_lib.NotAllowed, practice_lib.DailyCapReached, ValueError)
     clocks = practice_lib.ItemClocks()
-    visitor_note: dict[str, str] = {}  # the page-load note for visitors, by the practice version it was made at
+    # the page-load note for visitors, by language, for the practice version it was made at ("version")
+    visitor_note: dict[str, str] = {}
 
     def is_admin(who: str | None) -> bool:
         return bool(who) and who in settings.practice_admins
@@ -213,9 +214,7 @@ def practitioners_tab(
         n = 0 if is_admin(who) else p.next_block_completes(who)
         if not n:
             return ""
-        items = f"{n} subset item" + ("s" if n != 1 else "")
-        whose = "Your next block" if who else "The next block"
-        return f"{whose} would complete **{items}** (items the study left short of raters)."
+        return lang.text("practice_next_mine" if who else "practice_next_any", n=n, s="s" if n != 1 else "")
 
     def refused(text: str, who: str | None = None) -> dict[Any, Any]:
         return {note: text, **console_view(who)}
@@ -255,8 +254,12 @@ def practitioners_tab(
                 p = practice.get()
                 version = p.store.practice_version()
                 if visitor_note.get("version") != version:
-                    visitor_note.update(version=version, text=next_block_note(p, None))
-                return {next_info: visitor_note["text"]}
+                    visitor_note.clear()
+                    visitor_note["version"] = version
+                locale = lang.current()
+                if locale not in visitor_note:
+                    visitor_note[locale] = next_block_note(p, None)
+                return {next_info: visitor_note[locale]}
             except Exception as err:  # the data may be unreachable: logged; the tab says so when they start
                 reported(err, "practice_resume")
                 return {note: gr.update()}

@@ -75,7 +75,7 @@ def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Sa
             drawn[key] = (
                 figure2(frame, mark),
                 ability_figure(frame, latest, mark),
-                people,
+                table(people),  # hidden until the scale is fitted: the figure above says so
                 subset_figure(frame),
                 left_off(frame),
             )
