@@ -31,7 +31,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from tcmqa import flags, prompts
+from tcmqa import flags, progress, prompts
 from tcmqa import outputs as outputs_mod
 from tcmqa.engines import DTYPES, ENGINES, Engine, check_options, load_engine
 from tcmqa.engines.base import Prompt
@@ -487,6 +487,7 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
     watch = Stopwatch()
     name = model_name(config)
     out = run_dir(config)
+    loading = None if config.dry_run else progress.Phase(out, "loading", 1)
     with watch("load"):
         check_options(config.engine, engine_options(config))  # an unknown --engine-arg fails before any load
         config = dataclasses.replace(config, data_revision=read_revision(config, out))  # fixed before any read
@@ -509,6 +510,8 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
                 f"the engine passed in was loaded with other options ({engine.requested_options}) than the run "
                 f"asks for ({engine_options(config)})"
             )
+    if loading is not None:
+        loading.step(1)
     chunk = chunk_size(config, engine, out)
     pool = read_pool(config.pool) if config.pool is not None else None
     generated = 0
@@ -517,8 +520,8 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
         check_out_dir(out, manifest, config.resume)
         out.mkdir(parents=True, exist_ok=True)
         (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
-        generated = generate_parts(engine, chunked(items, chunk), out, name, watch)
-    if pool is not None and pool.items:  # after the public items, in the same engine load; its log apart
+        generated = generate_parts(engine, chunked(items, chunk), out, name, watch, progress_dir=out)
+    if pool is not None and pool.items:  # after the public items, in the same engine load; its log and size apart
         with hidden_log(out):
             generated += generate_parts(engine, chunked(pool.items, chunk), pool.outputs_dir(out), name, watch)
     with watch("write"):
@@ -527,21 +530,32 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
     return Report(results, out, generated, dict(watch.seconds))
 
 
-def generate_parts(engine: Engine, chunks: list[list[dict[str, Any]]], out: Path, name: str, watch: Stopwatch) -> int:
+def generate_parts(
+    engine: Engine,
+    chunks: list[list[dict[str, Any]]],
+    out: Path,
+    name: str,
+    watch: Stopwatch,
+    progress_dir: Path | None = None,
+) -> int:
     """Write one output part per chunk, skipping parts an earlier attempt wrote; return the items generated.
+    With ``progress_dir`` each chunk is reported there as the "evaluating" phase (:mod:`tcmqa.progress`; the
+    hidden pool's pass reports nothing, so the Queue never shows its size).
 
     Chunks are rendered as the engine asks for them and stream into it (``Engine.generate_chunks``),
     so the next chunk is queued while the last one still generates and each part lands as soon as its
     chunk is complete.
     """
     generated = 0
-    with tqdm(total=sum(map(len, chunks)), desc=f"{name} ({engine.name})", unit="item") as bar:
+    total = sum(map(len, chunks))
+    with tqdm(total=total, desc=f"{name} ({engine.name})", unit="item") as bar:
         todo = []
         for index, part in enumerate(chunks):
             if outputs_mod.part_item_ids(out, index) == [item["id"] for item in part]:
                 bar.update(len(part))  # written by an earlier attempt
             else:
                 todo.append((index, part))
+        phase = None if progress_dir is None else progress.Phase(progress_dir, "evaluating", total, bar.n)
         rendered: deque[list[Prompt]] = deque()
 
         def render_next() -> Iterator[list[Prompt]]:
@@ -561,6 +575,8 @@ def generate_parts(engine: Engine, chunks: list[list[dict[str, Any]]], out: Path
                     outputs_mod.write_part(out, index, rows)
                 generated += len(part)
                 bar.update(len(part))
+                if phase is not None:
+                    phase.step(len(part))
     return generated
 
 
@@ -614,6 +630,8 @@ def _main(args: argparse.Namespace) -> int:
     config = EvalConfig.from_args(args)
     if config.probes and (config.shard or config.ray or config.dry_run):
         raise SystemExit("--probes runs on a whole run: probe the merged shards with `tcmqa probe RUN_DIR`")
+    if config.probes:  # the engine is loaded here, before run() reads the data
+        progress.Phase(run_dir(config), "loading", 1)
     engine = open_engine(config) if config.probes else None
     try:
         if config.ray is not None and not config.dry_run:

@@ -56,7 +56,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tcmqa import flags, quick_anchors, variables
+from tcmqa import flags, progress, quick_anchors, variables
 from tcmqa.engines import DTYPES, ENGINES
 from tcmqa.fresh.backfill import queue_backfills
 from tcmqa.fresh.hidden import pool_parts, write_pool
@@ -402,8 +402,12 @@ def _tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
 
 
 def _progress(log: Path) -> str:
-    """The harness's last progress line (tqdm rewrites with \\r): what the Queue tab shows. The probes'
-    bars ("rotations", "order test") follow the evaluation's, so a probing job shows which pass it is in."""
+    """What the Queue tab shows of a running job: the harness's newest progress record in the run folder (its
+    phase, counts and start: :mod:`tcmqa.progress`), else, for a harness command that writes none, its log's
+    last line (tqdm rewrites with \\r)."""
+    record = progress.last(log.parent)
+    if record is not None:
+        return record.text()
     lines = [line.strip() for line in _tail(log, 2000).replace("\r", "\n").splitlines() if line.strip()]
     return lines[-1][:160] if lines else "starting"
 
@@ -446,6 +450,7 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     resume = (run_dir / RUN_MANIFEST).exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "harness.log"
+    progress.clear(run_dir)  # this attempt reports from its own start
     anchors, items = None, None
     if job.kind == QUICK:
         try:
@@ -490,6 +495,7 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     if child.returncode != 0:
         store.fail(job, f"the harness exited with code {child.returncode}", _tail(log))
         return "FAILED"
+    _publishing(store, job, run_dir)
     try:
         row = _results_row(run_dir, job)
     except (OSError, ValueError, IndexError, TypeError, pa.ArrowException) as err:
@@ -507,6 +513,15 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     else:
         finished = store.finish(job, row, part_files(run_dir), probe_parts(run_dir), pool_parts(run_dir, pool))
     return "FINISHED" if finished else "ABANDONED"
+
+
+def _publishing(store: Store, job: Job, run_dir: Path) -> None:
+    """Report the last phase: the run's row and parts checked and handed to the store for the publisher."""
+    progress.Phase(run_dir, "publishing", 1)
+    try:
+        store.heartbeat(job, _progress(run_dir / "harness.log"))
+    except Exception:
+        logger.exception("heartbeat for %s failed; the job goes on", job.id)
 
 
 def _watch(store: Store, job: Job, cfg: WorkerConfig, child: subprocess.Popen, log: Path) -> str | None:

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
-from tcmqa import flags, prompts
+from tcmqa import flags, progress, prompts
 from tcmqa.engines import Engine, load_engine
 from tcmqa.engines.base import Prompt
 from tcmqa.outputs import MANIFEST, RESULTS_FILE, read_outputs
@@ -207,8 +207,10 @@ def run_rotations(
             yield rendered[-1]
 
     done = 0
-    with tqdm(total=sum(map(len, chunks)), desc="rotations", unit="item") as bar:
-        bar.update(sum(map(len, chunks)) - sum(len(chunk) for _, chunk in todo))
+    total = sum(map(len, chunks))
+    with tqdm(total=total, desc="rotations", unit="item") as bar:
+        bar.update(total - sum(len(chunk) for _, chunk in todo))
+        phase = progress.Phase(folder.parent, "rotations", total, bar.n)  # the run folder: the Queue's record
         with contextlib.closing(engine.generate_chunks(render_next())) as stream:
             for (i, chunk), completions in zip(todo, stream, strict=True):
                 ks = [k for _ in chunk for k in range(1, rotation.ROTATIONS)]
@@ -218,6 +220,7 @@ def run_rotations(
                 _write(folder / f"rotation-{i:05d}.parquet", published(chunk) + rows, facts)
                 done += len(chunk)
                 bar.update(len(chunk))
+                phase.step(len(chunk))
     return done
 
 
@@ -231,11 +234,14 @@ def run_order_test(
 ) -> int:
     """Score each chunk's items as published and under at most ``orders`` other orders; a part per chunk."""
     done = 0
-    with tqdm(total=sum(map(len, chunks)), desc="order test", unit="item") as bar:
+    total = sum(map(len, chunks))
+    with tqdm(total=total, desc="order test", unit="item") as bar:
+        phase = progress.Phase(folder.parent, "order test", total)  # the run folder: the Queue's record
         for i, chunk in enumerate(chunks):
             path = folder / f"order-{i:05d}.parquet"
             if _done(path, [item["id"] for item in chunk]):
                 bar.update(len(chunk))
+                phase.skip(len(chunk))
                 continue
             reasons = [order.convention(item) for item in chunk]
             tested = [item for item, reason in zip(chunk, reasons, strict=True) if not reason]
@@ -254,6 +260,7 @@ def run_order_test(
             _write(path, rows, facts)
             done += len(chunk)
             bar.update(len(chunk))
+            phase.step(len(chunk))
     return done
 
 
