@@ -44,11 +44,11 @@ def test_queue_pages_read_status_and_progress_never_the_log_tail(url: str) -> No
             (FAILED, "claimed", True),
         ]
         assert not any(marker in repr(statuses) for marker in ("PLANTED", META))
-        assert list(frame.columns) == queue.QUEUE_COLUMNS
-        assert frame[["model", "revision", "status", "attempts", "user"]].values.tolist() == [
-            ["org/waiting", "e" * 12, PENDING, 0, "carol"],
-            ["org/running", "f" * 12, RUNNING, 1, "bob"],
-            ["org/broken", SHA[:12], FAILED, 1, "alice"],
+        assert list(frame.columns) == ["Job", "Model", "Status", "Progress", "Submitted (UTC)"]
+        assert frame[["Job", "Model", "Status", "Progress"]].values.tolist() == [
+            [queue.short_id(waiting.id), "org/waiting", PENDING, ""],
+            [queue.short_id(running.id), "org/running", RUNNING, "chunk 3/10"],
+            [queue.short_id(failed.id), "org/broken", FAILED, "claimed"],
         ]
         assert "PLANTED" not in frame.to_string()
         assert page.startswith(f"**FAILED** · `org/broken` @ `{SHA[:12]}` · job `{failed.id}` · attempt 1")

@@ -55,6 +55,11 @@ def rounded(value: Any, kind: Kind) -> Any:
     return round(float(value), DECIMALS)
 
 
+def minutes_left(seconds: float) -> int | None:
+    """A time left as whole minutes, rounded up (an estimate promises no seconds); None under a minute."""
+    return None if seconds < 60 else math.ceil(seconds / 60)
+
+
 def field_kind(name: str) -> Kind:
     """The kind of a results field's values (``tcmqa.schema.RESULT_COLUMNS``): a count for an integer field, a
     p-value for ``*_p``, else a decimal: what a table of one model's fields, one a row, rounds each value by."""

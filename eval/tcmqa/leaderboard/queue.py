@@ -3,6 +3,10 @@
 Both poll (every few seconds, on every open page), so both read the store's small status view
 (:meth:`tcmqa.store.Store.job_statuses`: status, progress, times), never a job's log tail or meta.
 
+A running job's progress is its newest record (:mod:`tcmqa.progress`), shown as its phase, its own counts and
+the time left at that phase's rate ("Rotations 120/320 · about 2 min left"), in the caller's language. The
+table keeps what a visitor scans for (job, model, status, progress, submitted) so it fits the page.
+
 A FAILED job shows its reason, so the submitter can act on it; the harness's log tail is fetched on
 demand (:func:`job_log`) and shown as plain text, never as Markdown: a chat template's error message
 could otherwise close a code fence and inject links. Text from a job (its reason) is escaped likewise.
@@ -10,17 +14,17 @@ could otherwise close a code fence and inject links. Text from a job (its reason
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import time
 
 import pandas as pd
 
-from tcmqa import forms
+from tcmqa import forms, progress
+from tcmqa.leaderboard import formats, lang
 from tcmqa.quick_anchors import estimate_text
 from tcmqa.store import FAILED, FINISHED, QUICK, Store
 
-QUEUE_COLUMNS = ["id", "model", "revision", "status", "progress", "attempts", "user", "submitted", "updated"]
+QUEUE_COLUMNS = ["job", "model", "status", "progress", "submitted"]  # keys of lang's "queue_col_*" headers
 LOG_TAIL_SHOWN = 3000  # characters of the harness log shown with a failure
 MAX_JOB_ID = 64  # characters of a typed job id (the store's are 24)
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()<>#+!|~-])")
@@ -32,21 +36,44 @@ def escaped(text: str) -> str:
 
 
 def _stamp(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) if t else ""
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t)) if t else ""
 
 
-def jobs_frame(store: Store) -> pd.DataFrame:
-    """Every request, newest first, with UTC timestamps and short revisions."""
+def short_id(job_id: str) -> str:
+    """A job id as the table shows it: its random part (``20261201T201652-1a2b3c4d`` -> ``1a2b3c4d``); the
+    submission time is a column of its own."""
+    return job_id.rsplit("-", 1)[-1]
+
+
+def progress_text(value: str, locale: str | None = None, now: float | None = None) -> str:
+    """A job's progress as a person reads it: a record as its phase, counts and time left (in the caller's
+    language, or ``locale``); any other value ("claimed", "done", a harness's own line) as it is."""
+    record = progress.parse(value)
+    if record is None:
+        return value
+    name = lang.text(f"phase_{record.phase.replace(' ', '_')}", locale)
+    if record.total <= 1:  # loading, publishing: one step, nothing to count
+        return name
+    text = f"{name} {record.done}/{record.total}"
+    if record.done >= record.total:
+        return text
+    left = record.left_s(now)
+    if left is None:
+        return f"{text} · {lang.text('progress_estimating', locale)}"
+    minutes = formats.minutes_left(left)
+    if minutes is None:
+        return f"{text} · {lang.text('progress_under_a_minute', locale)}"
+    return f"{text} · {lang.text('progress_minutes_left', locale, minutes=minutes)}"
+
+
+def jobs_frame(store: Store, locale: str | None = None) -> pd.DataFrame:
+    """Every request, newest first: short ids, progress in words, UTC submission times; headers in the caller's
+    language (or ``locale``)."""
     rows = [
-        {
-            **dataclasses.asdict(job),
-            "revision": job.revision[:12],
-            "submitted": _stamp(job.submitted_at),
-            "updated": _stamp(job.updated_at),
-        }
+        [short_id(job.id), job.model, job.status, progress_text(job.progress, locale), _stamp(job.submitted_at)]
         for job in store.job_statuses()
     ]
-    return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
+    return pd.DataFrame(rows, columns=[lang.text(f"queue_col_{key}", locale) for key in QUEUE_COLUMNS])
 
 
 def job_markdown(store: Store, job_id: str) -> str:
@@ -63,7 +90,7 @@ def job_markdown(store: Store, job_id: str) -> str:
     job = found[0]
     text = f"**{job.status}** · `{job.model}` @ `{job.revision[:12]}` · job `{job.id}` · attempt {job.attempts}"
     if job.progress:
-        text += f"\n\nProgress: {escaped(job.progress)}"
+        text += f"\n\nProgress: {escaped(progress_text(job.progress))}"
     if job.status == FINISHED and (full := store.get(job.id)) is not None and full.kind == QUICK:
         text += f"\n\nQuick estimate of Full: **{escaped(estimate_text(full.meta['estimate']))}**, shown apart on the "
         text += "board; **Upgrade to a full run** replaces it with Full."
