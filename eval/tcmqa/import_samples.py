@@ -9,7 +9,7 @@ The input is what the tool wrote with its samples: lm-eval's ``--output_path`` a
 ``--output-dir`` after ``--save-details`` (``details/.../details_*tcmqa_gen*.parquet`` and ``*tcmqa_loglik*``).
 Both tasks are needed: the row has both channels. Each item's output row is built by
 ``tcmqa.outputs.build_rows`` from the tool's generated text, its prompt (hashed) and the letters'
-log-probs (:func:`tcmqa.tasks.core.letter_logprobs` of the spellings' log-likelihoods), and scored on the
+log-probs (the letters' log-likelihoods, :func:`tcmqa.tasks.core.letter_logprobs`), and scored on the
 keys of ``--data``, which must be the keys the tool scored on (an item whose key differs is refused). The
 tool does not report why a generation stopped nor the prompt's length: ``finish_reason`` and
 ``n_prompt_tokens`` are null.

@@ -34,17 +34,6 @@ _FULL_WIDTH = {letter: chr(ord(letter) + 0xFEE0) for letter in LETTERS}  # A -> 
 _SPACE_MARKS = ("", "▁", "Ġ", " ")  # sentencepiece and byte-level BPE spellings of a leading space
 
 
-def letter_spellings(letter: str) -> tuple[str, str, str, str]:
-    """The texts that name ``letter`` as a model's first token: bare, after a space, full-width, full-width after
-    a space (the lm-eval and lighteval tasks score these as text, :mod:`tcmqa.tasks.core`).
-
-    >>> letter_spellings("B")
-    ('B', ' B', 'Ｂ', ' Ｂ')
-    """
-    full = _FULL_WIDTH[letter]
-    return letter, " " + letter, full, " " + full
-
-
 @dataclass(frozen=True)
 class LetterTokens:
     """Token ids of every single-token spelling of each letter."""
@@ -60,10 +49,10 @@ class LetterTokens:
             found: set[int] = set()
             for form in forms:
                 found.update(vocab[mark + form] for mark in _SPACE_MARKS if mark + form in vocab)
-            for text in letter_spellings(letter):
-                encoded = tokenizer.encode(text, add_special_tokens=False)
-                if len(encoded) == 1:
-                    found.add(encoded[0])
+                for text in (form, " " + form):
+                    encoded = tokenizer.encode(text, add_special_tokens=False)
+                    if len(encoded) == 1:
+                        found.add(encoded[0])
             found = {i for i in found if tokenizer.decode([i]).strip() in forms}
             if not found:
                 raise ValueError(

@@ -4,7 +4,7 @@ The items are the data's scorable corpus rows in corpus order (flagged items lef
 leaves them), each with ``in_subset``: whether it is in the practitioners' comparison subset. Scores are
 ``tcmqa_metric.score`` on one item, the call ``tcmqa.outputs.build_rows`` makes: the generative channel
 reads the text with ``parse_text``; the log-prob channel takes the letter of highest log-likelihood
-(the first on a tie, as ``build_rows`` does). A score that does not apply to an item (Single on a
+(``tcmqa.outputs.lp_prediction``, the first on a tie). A score that does not apply to an item (Single on a
 multi-answer item, Subset outside the subset) is None, and :func:`mean_defined` leaves it out.
 """
 
@@ -20,7 +20,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcmqa import prompts
-from tcmqa.engines.base import LetterTokens, letter_spellings
 from tcmqa.outputs import lp_prediction
 from tcmqa.schema import HUB_ID
 from tcmqa_metric import LETTERS, parse_text, score
@@ -28,12 +27,12 @@ from tcmqa_metric import LETTERS, parse_text, score
 DATA_VAR = "TCMQA_TASK_DATA"  # a Hub id or a tree written by `tcmqa build`; TechTCM/TCMQA when unset
 GENERATIVE_METRICS = ("full", "single", "multi", "subset", "multi_f1")
 LOGPROB_METRICS = ("lp_full",)
-# The log-prob channel's choices: every spelling of A, then of B, ... (letter_spellings). A letter's log-prob is
-# the log-sum-exp of its spellings' log-likelihoods, as the engines sum their single-token spellings' probabilities.
-CHOICES = [text for letter in LETTERS for text in letter_spellings(letter)]
-_SPELLINGS = LetterTokens(  # a choice's position in CHOICES stands for a token id
-    {letter: tuple(range(k * 4, k * 4 + 4)) for k, letter in enumerate(LETTERS)}
-)
+# The log-prob channel's choices: the five letters, each scored as the text right after the prompt. The engines
+# sum each letter's single-token spellings ("A", "▁A", "Ａ"); a tool scores text, and a spelling such as " A" is
+# no token of its own after the template's newline (lm-eval moves the context's trailing whitespace into the
+# continuation), so the tools' letter log-probs are the bare letters': lower, with the same argmax where the
+# spellings keep their order (all 20 items of the tests).
+CHOICES = list(LETTERS)
 
 
 def task_data(data: str | None = None) -> str:
@@ -84,12 +83,12 @@ def generative_scores(doc: Mapping[str, Any], text: str) -> dict[str, float | No
 def letter_logprobs(logliks: Sequence[float]) -> dict[str, float]:
     """Each letter's log-prob from the log-likelihoods of :data:`CHOICES`, in that order."""
     if len(logliks) != len(CHOICES):
-        raise ValueError(f"expected one log-likelihood per choice ({len(CHOICES)}: {CHOICES}), got {len(logliks)}")
-    return _SPELLINGS.combine(dict(enumerate(logliks)))
+        raise ValueError(f"expected one log-likelihood per letter {LETTERS}, got {len(logliks)}")
+    return {letter: float(value) for letter, value in zip(LETTERS, logliks)}
 
 
 def logprob_scores(doc: Mapping[str, Any], logliks: Sequence[float]) -> dict[str, float | None]:
-    """LP Full (exact match of the letter of highest log-prob, 0 or 1) from the log-likelihoods of :data:`CHOICES`."""
+    """LP Full (exact match of the letter of highest log-likelihood, 0 or 1) from those of :data:`CHOICES`."""
     prediction = lp_prediction(letter_logprobs(logliks))
     return {"lp_full": float(score([prediction], [list(doc["answer"])], [doc["answer_type"]])["exact_match"])}
 

@@ -1,8 +1,8 @@
 """TCMQA for lighteval: its custom-task module (``--custom-tasks`` this file, :func:`tcmqa.tasks.lighteval_path`).
 
 Tasks ``tcmqa_gen`` (the generative channel: greedy, 16 new tokens, scored Full, Single, Multi, Subset and
-Multi F1 by ``tcmqa_metric``) and ``tcmqa_loglik`` (the log-prob channel: the log-likelihoods of each letter's
-spellings after the prompt, :data:`tcmqa.tasks.core.CHOICES`, scored LP Full), on the data
+Multi F1 by ``tcmqa_metric``) and ``tcmqa_loglik`` (the log-prob channel: the log-likelihood of each letter
+right after the prompt, :data:`tcmqa.tasks.core.CHOICES`, scored LP Full), on the data
 :func:`tcmqa.tasks.core.task_data` names when this module is imported ($TCMQA_TASK_DATA: a Hub id or a tree
 written by ``tcmqa build``; TechTCM/TCMQA when unset). The prompt is the protocol's user message in the model's
 chat template (lighteval renders it for a model with one; it passes no ``enable_thinking``, so a model with a
