@@ -65,13 +65,13 @@ def main() -> None:
         f"{hard['rank'].median():.0f} (swapped: {ranked.loc[swapped, 'rank'].median():.0f})"
     )
     full = np.nanmean(outcome.y[:, outcome.respondents["kind"] == "model"], axis=0)
-    for n_anchors in args.anchors:
-        start = time.perf_counter()
-        loo = quick.leave_one_model_out(outcome, fit, n_anchors)
-        random_se = 100 * np.sqrt(full * (1 - full) / n_anchors).mean()
-        print(f"leave one model out, {n_anchors} anchors: {time.perf_counter() - start:.1f} s")
-        print(quick.error_summary(loo, n_anchors).round(2).to_string(index=False))
-        print(f"  ({n_anchors} items at random: binomial standard error {random_se:.2f} points, mean over models)")
+    start = time.perf_counter()
+    loo = quick.leave_one_model_out(outcome, fit, args.anchors)
+    print(f"leave one model out, {args.anchors} anchors: {time.perf_counter() - start:.1f} s")
+    summary = quick.error_summary(loo)
+    summary["random"] = [100 * np.sqrt(full * (1 - full) / n).mean() for n in summary["anchors"]]
+    print(summary.round(2).to_string(index=False))
+    print("  (random: the binomial standard error of as many items drawn at random, points, mean over models)")
 
 
 if __name__ == "__main__":

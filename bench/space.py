@@ -24,6 +24,7 @@ import httpx
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.space import build_app
+from tcmqa.leaderboard.space import launch as launch_app
 from tcmqa.store import SQLiteStore
 
 
@@ -119,9 +120,7 @@ def main() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     demo = build_app(settings, store, api=object())
-    demo.queue(default_concurrency_limit=8).launch(
-        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True
-    )
+    launch_app(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     url = f"http://127.0.0.1:{port}/"
     try:
         rendered = browser_first_render(url)

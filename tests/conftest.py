@@ -11,6 +11,10 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The tests' Ray reports nothing home, and runs without token authentication (its nodes are on loopback): a local
+# ray.init() would otherwise write ~/.ray/auth_token, which turns on tokens for every later head but not its nodes.
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+os.environ["RAY_AUTH_MODE"] = "disabled"
 # the stand-in harnesses' settings reach them through the worker's allow-list for its children (tcmqa.worker)
 os.environ.setdefault("TCMQA_CHILD_ENV", "STAND_IN_*,SOAK_*")
 # built models (Gemma 270M) are cached in the checkout, git-ignored, and shared by test runs

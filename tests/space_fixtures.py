@@ -23,6 +23,7 @@ from gradio_client import Client
 from tcmqa.data import load_config
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.space import build_app
+from tcmqa.leaderboard.space import launch as launch_app
 from tcmqa.prompts import PROTOCOL
 from tcmqa.runs import data_fingerprint
 from tcmqa.schema import OUTPUTS
@@ -130,9 +131,7 @@ def launch(settings: Settings, store: SQLiteStore, api: Any) -> tuple[Any, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     demo = build_app(settings, store, api)
-    demo.queue(default_concurrency_limit=8).launch(
-        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True
-    )
+    launch_app(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     return demo, f"http://127.0.0.1:{port}/"
 
 

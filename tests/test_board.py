@@ -1,10 +1,13 @@
-"""The board ranks together only comparable rows (same data fingerprint, same protocol, full coverage)
-and shows the others apart, labelled; the practitioner reference sits with the rows it was computed
+"""The board labels which rows are comparable (same data fingerprint, same protocol, full coverage)
+and labels the others, in the order the sort says; the practitioner reference sits with the rows it was computed
 beside; families are spelled as the paper spells them."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
+import pytest
 from scipy.stats import binomtest
 
 from tcmqa.leaderboard import about, uncertainty
@@ -26,7 +29,7 @@ from tcmqa.leaderboard.board import (
 from tcmqa.probes import calibration as calibration_lib
 from tcmqa.prompts import PROTOCOL
 from tcmqa.results import PAPER_HUMAN_REFERENCE, PROBE_COLUMNS, canonical_family
-from tcmqa.schema import RESULT_COLUMNS, RESULTS
+from tcmqa.schema import RESULT_COLUMNS, RESULTS, ResultColumn
 from tcmqa.store import SQLiteStore
 
 HERE, ELSEWHERE = "a" * 16, "b" * 16  # the board's data fingerprint, and another
@@ -85,20 +88,22 @@ def test_every_row_is_labelled_by_what_it_is_comparable_with():
     assert frame.attrs["reference"] == {"data_fingerprint": HERE, "protocol": PROTOCOL}
 
 
-def test_comparable_rows_are_ranked_together_first_and_the_rest_apart_in_groups():
+def test_sorted_by_full_descending_the_full_values_descend_whatever_their_comparison():
     frame = board_lib.merge(ROWS, HERE)
-    groups = frame[COMPARISON].tolist()
-    order = [board_lib.COMPARISONS.index(g) for g in groups]
-    assert order == sorted(order)  # groups in board order: comparable first, the paper's rows last
-    comparable = frame[frame[COMPARISON] == COMPARABLE]
-    assert comparable["Model"].tolist() == ["org/full", "org/second", HUMAN_NAME]  # best Full first, reference last
-    assert frame["Model"].iloc[0] == "org/full"  # though a partial run and other data scored higher
-    for sort_by, descending in (("Full", False), ("Params (B)", True), ("Model", False)):
+    for sort_by, descending in (("Full", True), ("Full", False), ("Params (B)", True), ("Subset", False)):
         shown = board_lib.select(frame, columns=board_lib.DEFAULT_COLUMNS, sort_by=sort_by, descending=descending)
-        ranks = [board_lib.COMPARISONS.index(g) for g in shown[COMPARISON]]
-        assert ranks == sorted(ranks), sort_by
-    ascending = board_lib.select(frame, sort_by="Full", descending=False)
-    assert ascending["Model"].tolist()[:3] == ["org/second", "org/full", HUMAN_NAME]
+        values = shown[sort_by].tolist()
+        known = [v for v in values if not pd.isna(v)]
+        assert known == sorted(known, reverse=descending), (sort_by, descending)
+        assert all(pd.isna(v) for v in values[len(known) :]), sort_by  # empty cells last
+    shown = board_lib.select(frame, sort_by="Full", descending=True)
+    assert shown["Model"].iloc[0] == "org/legacy"  # 95.0, though its data is unknown: its label says so
+    assert shown[COMPARISON].iloc[0] == UNKNOWN_DATA
+    assert shown["Full"].iloc[4] == 77.98 and shown[COMPARISON].iloc[:6].nunique() == 5  # the groups interleave
+    # comparability is a filter: the comparable rows alone, by Full, with their practitioners' reference
+    comparable = board_lib.select(frame, sort_by="Full", descending=True, comparisons=[COMPARABLE])
+    assert comparable["Model"].tolist() == ["org/full", "org/second", HUMAN_NAME]
+    assert "in the order the sort control says" in board_lib.LEGEND
 
 
 def test_the_comparison_column_is_always_shown_after_the_model():
@@ -106,7 +111,7 @@ def test_the_comparison_column_is_always_shown_after_the_model():
     shown = board_lib.select(frame, columns=["Full"])
     assert shown.columns.tolist() == ["Model", COMPARISON, "Full"]
     partial = board_lib.select(frame, search="org/full")
-    assert partial[[COMPARISON, "Full"]].values.tolist() == [[COMPARABLE, 60.0], [PARTIAL, 80.0]]
+    assert partial[[COMPARISON, "Full"]].values.tolist() == [[PARTIAL, 80.0], [COMPARABLE, 60.0]]
     only = board_lib.select(frame, comparisons=[PARTIAL, OTHER_DATA])
     assert set(only[COMPARISON]) == {PARTIAL, OTHER_DATA}
 
@@ -188,10 +193,11 @@ def test_board_on_a_store_picks_up_rows_and_labels_them(tmp_path):
         assert claimed is not None and claimed.id == job.id
         assert store.finish(claimed, result, [])
     frame = board.frame()  # no restart: the store's version changed
-    assert frame["Model"].iloc[0] == "org/full" and frame[COMPARISON].iloc[0] == COMPARABLE
+    assert labelled(frame)[("org/full", 60.0)] == COMPARABLE
     assert labelled(frame)[("org/full", 80.0)] == PARTIAL
     assert "Qwen2" in board.families() and "Human" not in board.families()
-    assert Board(store, data_fingerprint=ELSEWHERE).frame()[COMPARISON].iloc[0] == COMPARABLE
+    elsewhere = labelled(Board(store, data_fingerprint=ELSEWHERE).frame())
+    assert elsewhere[("org/other-data", 90.0)] == COMPARABLE and elsewhere[("org/full", 60.0)] == OTHER_DATA
 
 
 def test_plot_frames_carry_the_comparison_label():
@@ -317,6 +323,38 @@ def test_the_about_section_explains_every_probe_and_uncertainty_column_on_the_bo
     assert "not knowledge" in text and "does not prove the items were not seen" in text
 
 
+def test_about_columns_every_board_column_has_a_row_generated_from_its_declaration():
+    text = about.about_markdown(PROTOCOL)
+    table = [
+        line for line in text.splitlines() if line.startswith("| ") and not line.startswith(("| Column ", "| ---"))
+    ]
+    cells = {}
+    for line in table:
+        label, meaning, covers, higher = (c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1])
+        cells[label] = (meaning.replace("\\|", "|"), covers, higher)
+    offered = board_lib.select(board_lib.merge(ROWS, HERE), columns=board_lib.CHOICES).columns.tolist()
+    assert list(cells) == offered  # one row per column the board offers, in board order
+    declared = {c.label: c for c in RESULT_COLUMNS if c.board} | {c.label: c for c in board_lib.DERIVED}
+    declared[COMPARISON] = board_lib.COMPARISON_COLUMN
+    for label, column in declared.items():
+        meaning, covers, higher = cells[label]
+        assert meaning.startswith(column.doc.replace("<", "&lt;").replace(">", "&gt;")), label
+        assert covers == (column.covers or "—"), label
+        assert higher == {True: "yes", False: "no (lower is better)", None: "—"}[column.higher_is_better], label
+    for label in ("Subset on", "Coverage (%)", "Data fingerprint", "Data", COMPARISON, "Origin", "Conf. gap"):
+        assert len(cells[label][0]) > 30, label  # defined, not only named
+    assert "single-answer" in cells["Single"][1] and "multi-answer" in cells["Multi"][1]
+    assert "practitioners" in cells["Subset"][1] and "every scorable item" in cells["Full"][1]
+
+
+def test_about_columns_a_board_column_declared_without_its_meaning_is_refused():
+    with pytest.raises(ValueError, match="'new_score' is on the board but says nothing"):
+        ResultColumn("new_score", "New score", "float32", True, covers="Full's items")
+    ResultColumn("n_new", "New items", "int32", board=False)  # off the board: nothing to define
+    with pytest.raises(ValueError, match="'New CI' says nothing"):
+        board_lib.DerivedColumn("New CI", "Full", True, "")
+
+
 def test_board_marks_rows_from_the_outputs_recorded_in_the_store(tmp_path):
     """The store's outputs parts (only model, revision, protocol, item_id, correct are read); a part
     without per-item correctness (a stand-in harness's) gives no mark."""
@@ -361,7 +399,7 @@ def test_comparable_is_the_served_data_after_a_corpus_fix(tmp_path, demo_tree, d
     frame = Board(store, data_fingerprint=new).frame()
     assert labelled(frame)[("org/current", 50.0)] == COMPARABLE
     assert labelled(frame)[("org/stale-1", 60.0)] == labelled(frame)[("org/stale-2", 61.0)] == OTHER_DATA
-    assert frame["Model"].iloc[0] == "org/current"
+    assert frame.loc[frame[COMPARISON] == COMPARABLE, "Model"].iloc[0] == "org/current"
 
 
 def test_order_first_never_without_chance():

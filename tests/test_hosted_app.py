@@ -25,6 +25,7 @@ from workers import stop_workers, worker_process
 
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard.hosted import build_hosted
+from tcmqa.leaderboard.space import launch as launch_app
 from tcmqa.prompts import PROTOCOL
 from tcmqa.publish import publish
 from tcmqa.store import FINISHED, SQLiteStore, open_store
@@ -62,9 +63,7 @@ def _hosted_space(url: str, demo_tree: Path, hub: FakeHub) -> Iterator[Client]:
     stop = threading.Event()
     demo, threads = build_hosted(settings, hub, stop)
     port = _free_port()
-    demo.queue(default_concurrency_limit=8).launch(
-        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True
-    )
+    launch_app(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
         yield Client(f"http://127.0.0.1:{port}/", verbose=False)
     finally:

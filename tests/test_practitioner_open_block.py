@@ -75,6 +75,7 @@ ENDPOINTS: dict[str, str] = {
     "board": "show_board: the leaderboard rows",
     "show_board": "show_board (private: a board filter changed): the leaderboard rows",
     "refresh_families": "refresh_families (private, on the timer): the family choices",
+    "tab_names": "tab_names (private, on page load): the tabs' names in the caller's language",
     "plots": "show_plots: board aggregates for the two plots (Figure 2 and the Subset bars)",
     # Compare and Model tabs (tcmqa.leaderboard.tabs)
     "compare": "show_compare: two models' aggregates and the items where they differ, open-block items never listed",
@@ -86,6 +87,7 @@ ENDPOINTS: dict[str, str] = {
     "job": "the job's status markdown",
     "queue": "show_queue: the jobs table",
     "job_log": "show_log: the end of a job's harness log, as text",
+    "upgrade": "upgrade_quick: a finished quick estimate's full evaluation queued; its verdict and job id",
     "admin_cancel": "admin_cancel: an admin cancels a job (admins only); the job's status markdown",
     "admin_requeue": "admin_requeue: an admin re-queues a FAILED job (admins only); the job's status markdown",
     "admin_withdraw": "admin_withdraw: an admin withdraws a published row (admins only); the job's status markdown",
@@ -116,6 +118,17 @@ ENDPOINTS: dict[str, str] = {
     "fresh_judge": "judge: records the reviewer's judgement",
     "pool_console": "pool console: the pool's counts, items by id and state, reviewers' load (admins; no text)",
     "pool_reassign": "reassign: an open review given to another reviewer (admins)",
+    # Key adjudication (tcmqa.leaderboard.adjudication_tab): the suspect list and the assignments to the study lead
+    # only; an item with its published key to the reviewers it is assigned to, the evidence only after their
+    # verdict; nothing to anyone else (tests/test_errata_space.py: -k adjudicat). An item of an open block is
+    # never assigned.
+    "adjudication_suspects": "show: the ranked suspect list with reasons and the adjudications (admins)",
+    "adjudication_assign": "assign: an item to two reviewers, then the suspect list (admins)",
+    "adjudication_add": "add: another reviewer on a disagreement, then the suspect list (admins)",
+    "adjudication_export": "export: the decided items as an errata file (admins)",
+    "adjudication_open": "open_item: an item assigned to the caller with its key; the evidence after their verdict",
+    "adjudication_verdict": "save: the caller's verdict on an item assigned to them, then the evidence",
+    "adjudication_mine": "load_mine: the ids of the items assigned to the caller",
 }
 
 

@@ -39,7 +39,7 @@ def test_quick_estimate_leave_one_model_out_error_is_bounded(scale):
     loo = quick.leave_one_model_out(outcome, fit, N_ANCHORS)
     assert loo["model"].tolist() == study.model_names
     np.testing.assert_allclose(loo["full"], 100 * study.correct.mean(axis=0), atol=1e-4)
-    summary = quick.error_summary(loo, N_ANCHORS).set_index("estimator")
+    summary = quick.error_summary(loo).set_index("estimator")
     for estimator, bound in BOUND.items():
         assert summary.at[estimator, "mae"] < bound, summary
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
+import subprocess
+import sys
+import time
 
 import pandas as pd
 import pytest
+import raynodes
 
-from tcmqa import cli, harness
+from tcmqa import cli, harness, ray_shards
 from tcmqa.engines import check_options, load_engine
 from tcmqa.engines.base import CHUNK_CPU
 from tcmqa.harness import EvalConfig, parse_shard, shard_items, shard_of
@@ -18,6 +23,7 @@ from tcmqa.outputs import MANIFEST, RESULTS_FILE, part_files, read_outputs
 
 pytest.importorskip("transformers")
 N_SHARDS = 3
+RAY_SHARDS = 2  # one on each node of the test's Ray cluster
 
 
 @pytest.fixture(scope="module")
@@ -249,26 +255,128 @@ def test_chunk_size_auto_is_small_on_cpu_and_resume_keeps_the_recorded_one(base,
         harness.run(EvalConfig(**{**base, "chunk_size": 5}, out=out, resume=True), engine=engine)
 
 
-def test_shard_ray_example_runs_two_local_workers_and_merges(tiny_dir, demo_tree, whole, tmp_path):
-    """bench/ray_shards.py: 2 shards as tasks of a local Ray with 2 CPUs, then tcmqa merge."""
-    pytest.importorskip("ray", reason="pip install 'tcmqa[ray]'")
-    import subprocess
-    import sys
-    from pathlib import Path
+def ray_eval_argv(base: dict, out, *flags: str) -> list[str]:
+    """``tcmqa eval`` of the tiny model over the demo tree (``base``), with ``flags`` (--ray ...)."""
+    argv = ["eval", "--model", base["model"], "--data", base["data"], "--engine", base["engine"]]
+    argv += ["--dtype", base["dtype"], "--batch-size", str(base["batch_size"]), "--chunk-size", str(base["chunk_size"])]
+    return [*argv, "--out", str(out), *flags]
 
-    repo = Path(__file__).resolve().parents[1]
-    eval_args = ["--model", str(tiny_dir), "--data", str(demo_tree), "--engine", "transformers"]
-    eval_args += ["--dtype", "float32", "--batch-size", "4", "--chunk-size", "4", "--limit", "8"]
-    ray_args = ["--shards", "2", "--local-cpus", "2", "--out", str(tmp_path)]
-    done = subprocess.run(
-        [sys.executable, "bench/ray_shards.py", *ray_args, "--", *eval_args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+
+def ray_attempts(out, index: int) -> list[dict]:
+    path = ray_shards.shard_dir(out, index) / ray_shards.ATTEMPTS
+    try:
+        return json.loads(path.read_text())["attempts"]
+    except (FileNotFoundError, json.JSONDecodeError):  # not yet written, or being written
+        return []
+
+
+def wait_for(condition, timeout: float, what: str, process, log):
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert process.poll() is None, f"the run ended before {what}:\n{log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"no {what} in {timeout} s"
+        time.sleep(0.2)
+    return found
+
+
+@pytest.fixture
+def ray_cluster():
+    """A head and a second node, one CPU each, as processes of their own (tests/raynodes.py)."""
+    with raynodes.RayCluster() as cluster:
+        cluster.add_node()
+        cluster.add_node()
+        yield cluster
+
+
+def test_ray_cluster_runs_the_shards_on_two_nodes_and_resumes_after_losing_one(ray_cluster, base, whole, tmp_path):
+    """`tcmqa eval --ray ADDRESS --shards 2` on a head and a second node (one CPU each): the shards land on both;
+    the second node is killed while it runs a shard (no retries: the run fails, naming it), and --resume on the
+    head alone runs only that shard and merges the rows of an unsharded run."""
+    second = ray_cluster.nodes[1]
+    out = tmp_path / "run"
+    flags = ("--ray", ray_cluster.address, "--shards", str(RAY_SHARDS))
+    argv = [sys.executable, "-m", "tcmqa", *ray_eval_argv(base, out, *flags)]
+    log = tmp_path / "first.log"
+    with log.open("w") as sink:
+        first = subprocess.Popen([*argv, "--ray-retries", "0"], stdout=sink, stderr=subprocess.STDOUT)
+    try:
+
+        def on_second():
+            return [(i, a) for i in range(RAY_SHARDS) for a in ray_attempts(out, i) if second.holds(a["pid"])]
+
+        [(lost, lost_attempt)] = wait_for(on_second, 240, "shard on the second node", first, log)
+        second.kill()
+        assert first.wait(timeout=240) != 0
+    finally:
+        first.kill()
+    said = log.read_text()
+    assert f"1 of {RAY_SHARDS} shards failed" in said and f"shard {lost}/{RAY_SHARDS}:" in said, said[-3000:]
+    assert "rerun with --resume" in said
+    done = [i for i in range(RAY_SHARDS) if ray_shards.finished(ray_shards.shard_dir(out, i))]
+    assert done == [i for i in range(RAY_SHARDS) if i != lost]
+    before = {i: (ray_attempts(out, i), (ray_shards.shard_dir(out, i) / RESULTS_FILE).stat().st_mtime) for i in done}
+    head_nodes = {a["node_id"] for i in done for a in ray_attempts(out, i)}
+    assert lost_attempt["node_id"] not in head_nodes and len(head_nodes) == 1  # the shards landed on both nodes
+    assert not (out / RESULTS_FILE).exists()
+
+    rerun = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"{RAY_SHARDS - 1} of {RAY_SHARDS} shards finished already; running [{lost}]" in rerun.stderr
+    for i, (attempts, mtime) in before.items():  # the finished shards were not run again
+        assert ray_attempts(out, i) == attempts
+        assert (ray_shards.shard_dir(out, i) / RESULTS_FILE).stat().st_mtime == mtime
+    again = ray_attempts(out, lost)
+    assert [a["node_id"] for a in again] == [lost_attempt["node_id"], *head_nodes] and "finished" in again[-1]
+    assert_same_rows(read_outputs(out), read_outputs(whole.out))
+    assert same_results(json.loads((out / RESULTS_FILE).read_text()), whole.results)
+    assert json.loads((out / MANIFEST).read_text()) == json.loads((whole.out / MANIFEST).read_text())
+
+    # a run folder continues only with --resume and the same flags
+    with pytest.raises(SystemExit, match="pass --resume"):
+        cli.main(ray_eval_argv(base, out, *flags))
+    with pytest.raises(SystemExit, match=r"cannot resume: .* \(limit: None there, 5 now\)"):
+        cli.main(ray_eval_argv(base, out, *flags, "--limit", "5", "--resume"))
+
+
+def test_ray_cluster_local_without_address_runs_and_merges(base, whole, tmp_path):
+    """`--ray` alone: a Ray started for the run on this machine, its shards merged into the unsharded rows."""
+    out = tmp_path / "run"
+    argv = ray_eval_argv(base, out, "--ray", "--shards", "2", "--limit", "8")
+    done = subprocess.run([sys.executable, "-m", "tcmqa", *argv], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "2 shards in" in done.stdout
-    merged = read_outputs(tmp_path / "merged")
-    assert_same_rows(merged, read_outputs(whole.out).iloc[:8].reset_index(drop=True))
-    assert {json.loads((tmp_path / f"shard-{i}" / MANIFEST).read_text())["shard"] for i in (0, 1)} == {"0/2", "1/2"}
+    assert_same_rows(read_outputs(out), read_outputs(whole.out).iloc[:8].reset_index(drop=True))
+    assert all(len(ray_attempts(out, i)) == 1 for i in range(2))
+
+
+def test_ray_cluster_refuses_an_unreachable_address_in_seconds(base, tmp_path):
+    with socket.socket() as free:
+        free.bind(("127.0.0.2", 0))
+        address = f"127.0.0.2:{free.getsockname()[1]}"
+    start = time.monotonic()
+    with pytest.raises(SystemExit, match=f"cannot reach the Ray cluster at {address}"):
+        cli.main(ray_eval_argv(base, tmp_path / "x", "--ray", address, "--shards", "2"))
+    assert time.monotonic() - start < 30
+    assert not (tmp_path / "x").exists()
+
+
+def test_ray_cluster_without_ray_says_how_to_install(base, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as where the extra is not installed
+    with pytest.raises(SystemExit, match=r"pip install 'tcmqa\[ray\]'"):
+        cli.main(ray_eval_argv(base, tmp_path / "x", "--ray", "--shards", "2"))
+    assert not (tmp_path / "x").exists()
+
+
+def test_ray_cluster_flags_are_refused_before_anything_runs(base):
+    for flags, message in [
+        ({"shards": 2}, "add --ray"),
+        ({"ray": "local"}, "needs --shards N"),
+        ({"ray": "local", "shards": 0}, "needs --shards N"),
+        ({"ray": "local", "shards": 2, "shard": "0/2"}, "drop --shard"),
+        ({"ray": "local", "shards": 2, "ray_retries": -1}, "--ray-retries"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            EvalConfig(**base, **flags)
+    parser = __import__("argparse").ArgumentParser()
+    harness.add_arguments(parser)
+    assert parser.parse_args(["--model", "m", "--ray", "--shards", "2"]).ray == "local"
+    assert parser.parse_args(["--model", "m", "--ray", "auto", "--shards", "2"]).ray == "auto"

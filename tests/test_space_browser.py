@@ -147,20 +147,20 @@ def test_a_partial_run_and_a_full_run_of_one_model_are_shown_apart(tmp_path: Pat
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             table = page.locator("#board-table")
-            # unfiltered: the comparable full run heads the board though the partial run scored higher
+            # unfiltered, by Full descending: the partial run's 88.8 heads the board, labelled partial
             expect(table.get_by_test_id("cell-0-0")).to_contain_text("org/twice", timeout=30_000)
-            expect(table.get_by_test_id("cell-0-1")).to_have_text(COMPARABLE)
-            page.screenshot(path=SHOTS / "08-board-comparable-first.png", full_page=True)
+            expect(table.get_by_test_id("cell-0-1")).to_have_text(PARTIAL)
+            page.screenshot(path=SHOTS / "08-board-sorted-by-full.png", full_page=True)
 
             page.locator("#board-search textarea").fill("org/twice")
             expect(table.get_by_text("Qwen2.5-14B-Inst.")).to_have_count(0, timeout=15_000)
             full = 5  # Model, Comparison, Origin, Family, Params (B), Full
             expect(table.get_by_test_id("cell-1-0")).to_contain_text("org/twice")
             expect(table.get_by_test_id("cell-2-0")).to_have_count(0)  # two rows, one per run
-            expect(table.get_by_test_id("cell-0-1")).to_have_text(COMPARABLE)
-            expect(table.get_by_test_id(f"cell-0-{full}")).to_have_text("55.5")
-            expect(table.get_by_test_id("cell-1-1")).to_have_text(PARTIAL)
-            expect(table.get_by_test_id(f"cell-1-{full}")).to_have_text("88.8")
+            expect(table.get_by_test_id("cell-0-1")).to_have_text(PARTIAL)
+            expect(table.get_by_test_id(f"cell-0-{full}")).to_have_text("88.8")
+            expect(table.get_by_test_id("cell-1-1")).to_have_text(COMPARABLE)
+            expect(table.get_by_test_id(f"cell-1-{full}")).to_have_text("55.5")
             page.screenshot(path=SHOTS / "09-board-partial-apart.png", full_page=True)
             browser.close()
     finally:
@@ -233,7 +233,7 @@ def test_the_board_shows_intervals_separation_marks_and_chosen_probe_columns(tmp
             page = browser.new_page(viewport={"width": 1700, "height": 900})
             page.goto(url)
             table = page.locator("#board-table")
-            expect(table.get_by_test_id("cell-0-0")).to_have_text("org/岐黃-7B", timeout=30_000)
+            expect(table.get_by_text("org/岐黃-7B", exact=True)).not_to_have_count(0, timeout=30_000)
             page.get_by_label("reported", exact=True).uncheck()
             expect(table.get_by_text("Qwen2.5-14B-Inst.")).to_have_count(0, timeout=15_000)
             columns = page.locator("#board-columns")

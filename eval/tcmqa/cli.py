@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("tcmqa.simulate", "write a full-scale SIMULATED study in the real schemas"),
     "serve": ("tcmqa.serve", "run the leaderboard Space locally (with a worker)"),
     "worker": ("tcmqa.worker", "claim and run queued evaluations"),
+    "errata": ("tcmqa.adjudication", "export the adjudicated keys of a store as an errata file"),
     "pool": ("tcmqa.fresh.cli", "the fresh pool: status, import externally written items, retire items to the public"),
 }
 

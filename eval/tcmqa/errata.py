@@ -90,6 +90,17 @@ def read_errata(path: str | os.PathLike) -> list[dict]:
     return errata
 
 
+def data_errata(data: str | os.PathLike) -> list[dict]:
+    """The errata a built tree (or Hub dataset) publishes as its ``errata`` config, each checked; none when it
+    has no such config (a corpus never corrected)."""
+    from tcmqa.data import has_config
+    from tcmqa.study import read_config
+
+    if not has_config(str(data), "errata"):
+        return []
+    return [check_erratum(row) for row in read_config(data, "errata").to_pylist()]
+
+
 def apply_errata(corpus: list[dict], errata: Iterable[dict]) -> tuple[list[dict], list[dict]]:
     """(the corrected corpus, the dropped items' errata). Each erratum must name a corpus item whose key is
     its ``old_key`` (else it was adjudicated on another revision: ValueError naming the item)."""

@@ -1,7 +1,8 @@
 """Command-line flags from a typed config dataclass, so a default, a choice or a help text has one home.
 
 Each field becomes ``--field-name``; its ``metadata`` may give ``help``, ``choices``, ``metavar`` and
-``env`` (an environment variable that overrides the field's default, read when the parser is built).
+``env`` (an environment variable that overrides the field's default, read when the parser is built) and
+``const`` (the flag's value may then be left out, e.g. ``--ray`` alone for ``--ray local``).
 A ``bool`` field is a switch; a field without a default is a required flag; ``metadata["positional"]``
 makes a field an operand instead of a flag. A ``dict`` field is a
 repeatable ``KEY=VALUE`` flag (``metadata["flag"]`` may name it, e.g. ``--engine-arg`` for
@@ -200,6 +201,8 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ..
         for key in ("choices", "metavar"):
             if key in meta:
                 kwargs[key] = meta[key]
+        if "const" in meta:  # a flag whose value may be left out
+            kwargs.update(nargs="?", const=meta["const"])
         if default is not None and kwargs["help"]:
             kwargs["help"] += f" (default: {redact(str(default))})"
         parser.add_argument(flag, **kwargs)

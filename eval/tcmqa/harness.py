@@ -9,7 +9,8 @@ sets how much a crash can lose, not the batch the engine computes.
 
 ``--shard I/N`` evaluates the items whose id hashes to I modulo N (:func:`shard_of`: stable when the
 corpus grows by appending), each shard in its own run folder; ``tcmqa merge`` (``tcmqa.merge``) joins
-the N folders into the folder an unsharded run would have written.
+the N folders into the folder an unsharded run would have written. ``--ray [ADDRESS] --shards N`` runs
+the N shards as Ray tasks and merges them (``tcmqa.ray_shards``).
 """
 
 from __future__ import annotations
@@ -69,6 +70,13 @@ class EvalConfig:
     )
     limit: int | None = field(default=None, metadata={"help": "evaluate only the first N items", "metavar": "N"})
     subset_only: bool = field(default=False, metadata={"help": "only the practitioners' comparison subset"})
+    items: Path | None = field(
+        default=None,
+        metadata={
+            "help": "evaluate only the items FILE lists (ids, one a line): a quick job's anchors (tcmqa.quick_anchors)",
+            "metavar": "FILE",
+        },
+    )
     out: Path | None = field(
         default=None,
         metadata={
@@ -108,6 +116,24 @@ class EvalConfig:
             "metavar": "I/N",
         },
     )
+    ray: str | None = field(
+        default=None,
+        metadata={
+            "help": "run the --shards as Ray tasks on the cluster at ADDRESS (its head's host:port, ray://host:10001, "
+            "auto: the one `ray start` began on this machine), or on a local Ray without ADDRESS, and merge them into "
+            "--out; --resume skips the shards that finished (tcmqa.ray_shards; pip install 'tcmqa[ray]')",
+            "metavar": "ADDRESS",
+            "const": "local",
+        },
+    )
+    shards: int | None = field(
+        default=None,
+        metadata={"help": "with --ray: how many shards, one Ray task each (one GPU each where there are GPUs)"},
+    )
+    ray_retries: int = field(
+        default=2,
+        metadata={"help": "with --ray: times Ray reruns a shard whose worker or node died (it resumes the shard)"},
+    )
     probes: bool = field(
         default=False,
         metadata={
@@ -145,6 +171,7 @@ class EvalConfig:
         self.out = None if self.out is None else Path(self.out)
         self.chat_template = None if self.chat_template is None else Path(self.chat_template)
         self.pool = None if self.pool is None else Path(self.pool)
+        self.items = None if self.items is None else Path(self.items)
         self.released = release_date(self.released)
         if self.pool_only and self.pool is None:
             raise ValueError("--pool-only evaluates the hidden pool: give it with --pool FILE")
@@ -154,6 +181,7 @@ class EvalConfig:
         flags.refuse_credentials(self.engine_args)  # the results row publishes every engine arg
         if self.shard is not None:
             parse_shard(self.shard)
+        check_ray_flags(self)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EvalConfig:
@@ -195,6 +223,22 @@ class Stopwatch:
         with self(stage):
             yield
         self.seconds[stage] -= sum(self.seconds[name] for name in inner) - before
+
+
+def check_ray_flags(config: EvalConfig) -> None:
+    """Refuse --ray/--shards combinations that cannot run, before anything is read or written."""
+    if config.shards is not None and config.ray is None:
+        raise ValueError("--shards N runs the shards as Ray tasks: add --ray [ADDRESS], or run each with --shard I/N")
+    if config.ray is None:
+        return
+    if config.shards is None or config.shards < 1:
+        raise ValueError(f"--ray needs --shards N with N >= 1, got {config.shards}")
+    if config.shard is not None:
+        raise ValueError("--ray runs every shard of --shards N itself: drop --shard")
+    if config.pool is not None:
+        raise ValueError("--pool evaluates the whole pool in one run; `tcmqa merge` joins no pool: drop --ray")
+    if config.ray_retries < 0:
+        raise ValueError(f"--ray-retries takes a count >= 0, got {config.ray_retries}")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -242,6 +286,14 @@ def model_name(config: EvalConfig) -> str:
     return path.resolve().name if path.is_dir() else config.model
 
 
+def run_dir(config: EvalConfig) -> Path:
+    """``--out``, else ``runs/<model name>`` (``-shardIofN`` for a shard)."""
+    if config.out is not None:
+        return config.out
+    shard = f"-shard{config.shard.replace('/', 'of')}" if config.shard else ""
+    return Path("runs") / (model_name(config).replace("/", "__") + shard)
+
+
 def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]]:
     """The items to evaluate, in corpus order (flagged items excluded), the subset table or None, and
     the whole scorable corpus they were drawn from (every unflagged item, before --subset-only/--limit)."""
@@ -261,10 +313,13 @@ def select_items(config: EvalConfig) -> tuple[list[dict[str, Any]], Any, list[di
     if config.subset_only:
         wanted = set(subset["item_id"])
         items = [item for item in items if item["id"] in wanted]
+    if config.items is not None:
+        listed = set(config.items.read_text(encoding="utf-8").split())
+        items = [item for item in items if item["id"] in listed]
     if config.limit is not None:
         items = items[: config.limit]
     if not items:
-        raise SystemExit(f"no items to evaluate in {config.data} (after --subset-only/--limit)")
+        raise SystemExit(f"no items to evaluate in {config.data} (after --subset-only/--items/--limit)")
     return items, subset, scorable
 
 
@@ -431,9 +486,7 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
     """Evaluate; ``engine`` lets a caller reuse a loaded engine (it must match ``config``)."""
     watch = Stopwatch()
     name = model_name(config)
-    out = config.out or Path("runs") / (
-        name.replace("/", "__") + (f"-shard{config.shard.replace('/', 'of')}" if config.shard else "")
-    )
+    out = run_dir(config)
     with watch("load"):
         check_options(config.engine, engine_options(config))  # an unknown --engine-arg fails before any load
         config = dataclasses.replace(config, data_revision=read_revision(config, out))  # fixed before any read
@@ -559,11 +612,16 @@ def main(args: argparse.Namespace) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     config = EvalConfig.from_args(args)
-    if config.probes and (config.shard or config.dry_run):
+    if config.probes and (config.shard or config.ray or config.dry_run):
         raise SystemExit("--probes runs on a whole run: probe the merged shards with `tcmqa probe RUN_DIR`")
     engine = open_engine(config) if config.probes else None
     try:
-        report = run(config, engine)
+        if config.ray is not None and not config.dry_run:
+            from tcmqa import ray_shards
+
+            report = ray_shards.run(config)
+        else:
+            report = run(config, engine)
         if config.dry_run:
             return 0
         print(format_row(report.results))

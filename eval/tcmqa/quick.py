@@ -17,6 +17,7 @@ turn, chooses the anchors from that fit and estimates the left-out model from it
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,39 +84,47 @@ def estimate(fit: Fit, anchors: Anchors, right: np.ndarray) -> dict[str, float]:
     return {"anchor": 100 * float(anchors.weights @ right), "irt": 100 * float(predicted.mean())}
 
 
-def leave_one_model_out(outcome: Outcomes, fit: Fit, n_anchors: int = N_ANCHORS, seed: int = 0) -> pd.DataFrame:
-    """Per model: its Full (percent, over the items it answered), each estimate from its anchors when
-    the scale is fitted without it, and the errors (estimate minus Full, points). A model must have
-    answered every anchor: one that did not is left out, named in a warning."""
+def leave_one_model_out(
+    outcome: Outcomes, fit: Fit, n_anchors: int | Sequence[int] = N_ANCHORS, seed: int = 0
+) -> pd.DataFrame:
+    """Per model and number of anchors (``n_anchors``: one or several; the scale is refitted once per model
+    for all of them): its Full (percent, over the items it answered), each estimate from its anchors when the
+    scale is fitted without it, and the errors (estimate minus Full, points). A model must have answered
+    every anchor: one that did not is left out of that count, named in a warning."""
+    counts = [n_anchors] if isinstance(n_anchors, int) else list(n_anchors)
     rows = []
     for j in np.flatnonzero(outcome.respondents["kind"].to_numpy() == "model"):
         others = np.delete(np.arange(outcome.y.shape[1]), j)
         start = Fit(**{**vars(fit), "theta": fit.theta[others], "theta_se": fit.theta_se[others]})
         refit = fit_2pl(outcome.y[:, others], start=start)
-        anchors = choose_anchors(refit, n_anchors, seed)
-        answers = outcome.y[anchors.rows, j]
         name = outcome.respondents["name"].iloc[j]
-        if np.isnan(answers).any():
-            log.warning("%s left out of the quick estimate's error: it did not answer every anchor", name)
-            continue
         full = 100 * float(np.nanmean(outcome.y[:, j]))
-        estimates = estimate(refit, anchors, answers)
-        rows.append({"model": name, "full": full} | estimates | {f"{k}_error": estimates[k] - full for k in ESTIMATORS})
+        for count in counts:
+            anchors = choose_anchors(refit, count, seed)
+            answers = outcome.y[anchors.rows, j]
+            if np.isnan(answers).any():
+                log.warning("%s left out of the quick estimate's error: it did not answer every anchor", name)
+                continue
+            estimates = estimate(refit, anchors, answers)
+            errors = {f"{k}_error": estimates[k] - full for k in ESTIMATORS}
+            rows.append({"model": name, "anchors": count, "full": full} | estimates | errors)
     return pd.DataFrame(rows)
 
 
-def error_summary(loo: pd.DataFrame, n_anchors: int) -> pd.DataFrame:
-    """One row per estimator: anchors, models, mean absolute, root mean square and largest error (points)."""
+def error_summary(loo: pd.DataFrame) -> pd.DataFrame:
+    """One row per number of anchors and estimator: models, mean absolute, root mean square and largest error
+    (points)."""
     return pd.DataFrame(
         [
             {
+                "anchors": count,
                 "estimator": k,
-                "anchors": n_anchors,
-                "models": len(loo),
-                "mae": loo[f"{k}_error"].abs().mean(),
-                "rmse": float(np.sqrt((loo[f"{k}_error"] ** 2).mean())),
-                "max": loo[f"{k}_error"].abs().max(),
+                "models": len(group),
+                "mae": group[f"{k}_error"].abs().mean(),
+                "rmse": float(np.sqrt((group[f"{k}_error"] ** 2).mean())),
+                "max": group[f"{k}_error"].abs().max(),
             }
+            for count, group in loo.groupby("anchors", sort=True)
             for k in ESTIMATORS
         ]
     )

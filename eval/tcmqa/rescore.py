@@ -71,6 +71,26 @@ def accuracies(choices: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.nda
     return n, acc
 
 
+def corrected(run: pd.DataFrame, errata: list[dict]) -> pd.DataFrame:
+    """One run's per-item rows (``item_id``, ``correct``; ``prediction`` at least on the errata's items) under
+    ``errata``: a dropped item's row left out, a corrected key's item scored again from its stored prediction by
+    the metric's rule (``tcmqa_metric.score``), every other row as recorded. What the board and the model page
+    show a run by, without rerunning it."""
+    if not errata:
+        return run
+    old = {e["item_id"]: list(e["old_key"]) for e in errata}
+    keys, dropped = apply_errata([{"id": i, "answer": key} for i, key in old.items()], errata)
+    new_key = {item["id"]: "".join(item["answer"]) for item in keys if item["answer"] != old[item["id"]]}
+    out = run[~run["item_id"].isin({e["item_id"] for e in dropped})].copy()
+    again = out["item_id"].isin(set(new_key)).to_numpy()
+    if again.any():
+        preds = ["".join(p) if isinstance(p, list | tuple | np.ndarray) else "" for p in out.loc[again, "prediction"]]
+        refs = [new_key[i] for i in out.loc[again, "item_id"]]
+        out.loc[again, "correct"] = score(preds, refs, per_item=True)["per_item"]["exact_match"]
+    out["correct"] = out["correct"].astype(bool)
+    return out
+
+
 def ranking_change(names: list[str], before: np.ndarray, after: np.ndarray) -> tuple[pd.DataFrame, float, float]:
     """Ranks (1: highest accuracy; ties share the best rank) before and after, the change (positive:
     moved up) and Kendall's tau (with its p-value) between the two orderings."""

@@ -29,20 +29,22 @@ LICENSE = "cc-by-nc-sa-4.0"
 HUB_ID = "TechTCM/TCMQA"
 SPLIT = "test"  # every config has one split, named for what a benchmark is
 
-# The ten domains of the paper's Table 1: stable English key -> Chinese label; the platform numbers
-# them 1..10 in this order.
-DOMAINS: dict[str, str] = {
-    "foundational_theory": "中醫基礎理論",
-    "classical_texts": "中醫經典文獻",
-    "diagnosis_patterns": "診斷與辨證學",
-    "meridians_acupuncture": "經絡與針灸學",
-    "materia_medica": "中藥本草學",
-    "internal_medicine": "中醫內科學",
-    "external_medicine": "中醫外科學",
-    "ent_ophthalmology": "中醫五官科學",
-    "regulation": "中醫法規",
-    "other": "其他",
+# The ten domains of the paper's Table 1: stable English key -> its name in the Space's three languages
+# (the one table of them; tcmqa.leaderboard.lang shows them); the platform numbers them 1..10 in this order.
+DOMAIN_NAMES: dict[str, dict[str, str]] = {
+    "foundational_theory": {"en": "Foundational theory", "zh-CN": "中医基础理论", "zh-TW": "中醫基礎理論"},
+    "classical_texts": {"en": "Classical texts", "zh-CN": "中医经典文献", "zh-TW": "中醫經典文獻"},
+    "diagnosis_patterns": {"en": "Diagnosis and patterns", "zh-CN": "诊断与辨证学", "zh-TW": "診斷與辨證學"},
+    "meridians_acupuncture": {"en": "Meridians and acupuncture", "zh-CN": "经络与针灸学", "zh-TW": "經絡與針灸學"},
+    "materia_medica": {"en": "Materia medica", "zh-CN": "中药本草学", "zh-TW": "中藥本草學"},
+    "internal_medicine": {"en": "Internal medicine", "zh-CN": "中医内科学", "zh-TW": "中醫內科學"},
+    "external_medicine": {"en": "External medicine", "zh-CN": "中医外科学", "zh-TW": "中醫外科學"},
+    "ent_ophthalmology": {"en": "ENT and ophthalmology", "zh-CN": "中医五官科学", "zh-TW": "中醫五官科學"},
+    "regulation": {"en": "Regulations", "zh-CN": "中医法规", "zh-TW": "中醫法規"},
+    "other": {"en": "Other", "zh-CN": "其他", "zh-TW": "其他"},
 }
+# key -> the paper's (Traditional Chinese) label: the dataset card's and the tables' labels
+DOMAINS: dict[str, str] = {key: names["zh-TW"] for key, names in DOMAIN_NAMES.items()}
 DOMAIN_BY_PLATFORM_NUMBER: dict[str, str] = {str(i): key for i, key in enumerate(DOMAINS, 1)}
 MAX_DOMAINS_PER_RESPONSE = 3  # a rater ticks up to three domains (Appendix A)
 
@@ -200,6 +202,14 @@ class ResultColumn:
     # (field, word): what the value means nothing without, on the same items; the board shows it in the
     # value's own cell, "6.47 (chance 4.17)", so no choice of columns, sort or filter shows the value alone
     read_against: tuple[str, str] | None = None
+    covers: str = ""  # the items the value is computed on ('' where it is not computed on items: an id, a fact)
+
+    def __post_init__(self) -> None:
+        # the About tab's table of board columns is generated from these declarations: none may be blank
+        if self.board and not self.doc.strip():
+            raise ValueError(
+                f"results column {self.name!r} is on the board but says nothing: declare doc='what it means'"
+            )
 
 
 RESULT_COLUMNS: tuple[ResultColumn, ...] = (
@@ -209,13 +219,42 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "Origin",
         "string",
         shown=True,
-        doc='"reported" (the paper), "evaluated" (run by the harness) or "reference" (practitioners)',
+        doc="where the row comes from: 'reported' (the paper's Table 4), 'evaluated' (run by this Space's harness) "
+        "or 'reference' (the licensed practitioners' majority vote)",
     ),
     ResultColumn("family", "Family", "string", shown=True, doc="model family, e.g. Qwen2"),
     ResultColumn("params_b", "Params (B)", "float32", shown=True, doc="parameters in billions"),
-    ResultColumn("full", "Full", "float32", True, shown=True, cli=True, doc="exact match over all items, percent"),
-    ResultColumn("single", "Single", "float32", True, shown=True, cli=True, doc="exact match, single-answer items"),
-    ResultColumn("multi", "Multi", "float32", True, shown=True, cli=True, doc="exact match, multi-answer items"),
+    ResultColumn(
+        "full",
+        "Full",
+        "float32",
+        True,
+        shown=True,
+        cli=True,
+        doc="exact match over all items, percent",
+        covers="every scorable item of the data the row ran on (its corpus less the items practitioners flagged); a "
+        "partial run: the items it ran (Coverage); the paper's rows: the paper's 38,279-item corpus",
+    ),
+    ResultColumn(
+        "single",
+        "Single",
+        "float32",
+        True,
+        shown=True,
+        cli=True,
+        doc="exact match, single-answer items",
+        covers="the single-answer items of Full's",
+    ),
+    ResultColumn(
+        "multi",
+        "Multi",
+        "float32",
+        True,
+        shown=True,
+        cli=True,
+        doc="exact match, multi-answer items",
+        covers="the multi-answer items of Full's",
+    ),
     ResultColumn(
         "subset",
         "Subset",
@@ -224,6 +263,9 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         shown=True,
         cli=True,
         doc="exact match on the practitioners' comparison subset",
+        covers="the practitioners' comparison subset among Full's items: items with a complete set of practitioners'"
+        " responses (the study's N raters each), as its run recorded it or recounted on the subset as it "
+        "stands (Subset on)",
     ),
     ResultColumn(
         "delta_human",
@@ -233,6 +275,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         shown=True,
         cli=True,
         doc="Subset minus the practitioners' majority vote on the same items, points",
+        covers="Subset's items",
     ),
     ResultColumn(
         "lp_full",
@@ -242,15 +285,28 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         shown=True,
         cli=True,
         doc="exact match of the first-token log-prob channel, percent",
+        covers="Full's items",
     ),
-    ResultColumn("multi_f1", "Multi F1", "float32", True, shown=True, cli=True, doc="multi-answer F1, percent"),
+    ResultColumn(
+        "multi_f1",
+        "Multi F1",
+        "float32",
+        True,
+        shown=True,
+        cli=True,
+        doc="multi-answer F1, percent",
+        covers="Multi's items",
+    ),
     ResultColumn(
         "confidence_gap",
         "Conf. gap",
         "float32",
         True,
         cli=True,
-        doc="mean margin when right minus when wrong, nats (Appendix B)",
+        doc="the log-prob channel's mean margin (top letter's log-prob minus the second's, nats, capped at its 99th "
+        "percentile) on the items answered right minus on those answered wrong (the paper's Appendix B): larger, the "
+        "model is surer when right; not comparable with the paper's (departure b)",
+        covers="Full's items (the log-prob channel's margins, split by the generative answer's correctness)",
     ),
     # Fresh items (tcmqa.fresh): the hidden pool practitioners write and review, evaluated after the public items
     # in the same run (or by a back-fill when the pool grows); null on a row run without a pool.
@@ -262,6 +318,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         shown=True,
         cli=True,
         doc="exact match on the hidden pool's accepted items (never published, so never memorised), percent",
+        covers="the hidden pool's accepted items the row was evaluated on (Fresh 95% CI gives how many)",
     ),
     ResultColumn(
         "public_minus_fresh",
@@ -270,6 +327,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         False,
         shown=True,
         doc="Full minus Fresh, points: the same model on the public items and on never-published ones",
+        covers="Full's items against Fresh's",
     ),
     ResultColumn(
         "fresh_gap",
@@ -279,6 +337,8 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         shown=True,
         doc="the model's public − fresh gap minus the practitioners' own (subset items against pool items with a "
         "blind-answer reference), points; a harder pool widens both gaps alike",
+        covers="the model on Full's and Fresh's items; the practitioners on Subset's items and the pool items with a"
+        " blind-answer reference",
     ),
     ResultColumn(
         "fresh_after_release",
@@ -286,12 +346,14 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "float32",
         True,
         doc="Fresh on the pool items released (accepted) after the model's release date, percent",
+        covers="Fresh's items accepted after the model's release date",
     ),
     ResultColumn(
         "pool_version",
         "Pool version",
         "string",
         doc="the hidden pool the fresh columns are on (digest of its accepted items): rows compare on one version",
+        covers="the hidden pool's accepted items",
     ),
     ResultColumn("fresh_ci_low", "Fresh CI low", "float32", board=False, doc="95% bootstrap interval of Fresh, lower"),
     ResultColumn(
@@ -339,6 +401,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "float32",
         True,
         doc="CircularEval: exact match under all five cyclic rotations of the options, percent of the probed items",
+        covers="the rotation probe's items (the comparison subset by default)",
     ),
     ResultColumn(
         "rotation_mean",
@@ -347,6 +410,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         True,
         doc="exact match averaged over the five rotations, percent of the probed items",
         read_against=("rotation_published", "published"),
+        covers="the rotation probe's items",
     ),
     ResultColumn(
         "rotation_published",
@@ -362,6 +426,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "float32",
         False,
         doc="exact match in the published order minus Circular, on the same items, points",
+        covers="the rotation probe's items",
     ),
     ResultColumn(
         "recall_std",
@@ -369,6 +434,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "float32",
         False,
         doc="selection bias: standard deviation of the recall of each answer letter A-E over rotations, points",
+        covers="the rotation probe's items, under all five rotations",
     ),
     ResultColumn(
         "pride",
@@ -378,6 +444,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         doc="log-prob channel accuracy after PriDe removes the letter prior estimated under rotations, percent "
         "of the single-answer probed items left after estimation",
         read_against=("pride_lp", "LP"),
+        covers="the rotation probe's single-answer items, less the 5% the letter prior is estimated on",
     ),
     ResultColumn(
         "pride_lp",
@@ -394,6 +461,8 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "float32",
         doc="memorisation: share of tested items whose published option order is the most likely, percent",
         read_against=("order_chance", "chance"),
+        covers="the order test's items: a stratified sample (1,000 by default) less those no other order can be "
+        "compared with (Order excluded)",
     ),
     ResultColumn(
         "order_chance",
@@ -409,6 +478,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         doc="one-sided exact (Poisson-binomial) p-value of Order 1st against chance; small means the published "
         "orders are preferred over orders that share their declared features (memorisation, or a habit about a "
         "feature not declared)",
+        covers="Order 1st's items",
     ),
     ResultColumn(
         "order_percentile",
@@ -432,6 +502,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "float32",
         False,
         doc="equal-mass expected calibration error (10 bins) of the log-prob channel, single-answer items, points",
+        covers="the single-answer items of Full's",
     ),
     ResultColumn(
         "acc_top10",
@@ -439,6 +510,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "float32",
         True,
         doc="log-prob channel accuracy on the 10% of single-answer items it is most confident on, percent",
+        covers="the 10% of Full's single-answer items the log-prob channel is most confident on",
     ),
     ResultColumn(
         "acc_coverage_area",
@@ -446,6 +518,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "float32",
         True,
         doc="area under the accuracy-coverage curve of the log-prob channel, single-answer items, percent",
+        covers="the single-answer items of Full's",
     ),
     ResultColumn("full_ci_low", "Full CI low", "float32", board=False, doc="95% bootstrap interval of Full, lower"),
     ResultColumn("full_ci_high", "Full CI high", "float32", board=False, doc="95% bootstrap interval of Full, upper"),
@@ -457,7 +530,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
     ),
     ResultColumn("probe_version", "Probe version", "string", board=False, doc="version of tcmqa.probes that ran"),
     ResultColumn("revision", "Revision", "string", doc="model commit sha, or local-<hash of the folder>"),
-    ResultColumn("engine", "Engine", "string", doc="vllm | transformers"),
+    ResultColumn("engine", "Engine", "string", doc="the inference engine that ran it: vllm or transformers"),
     ResultColumn("protocol", "Protocol", "string", doc="protocol version of tcmqa.prompts"),
     ResultColumn("date", "Date", "string", doc="UTC date of the evaluation"),
     ResultColumn(
@@ -465,6 +538,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "Coverage (%)",
         "float32",
         doc="items scored as a share of the scorable corpus (n / n_corpus), percent; 100 for a full run",
+        covers="Full's items against the scorable corpus",
     ),
     ResultColumn(
         "data_fingerprint",
@@ -472,6 +546,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
         "string",
         doc="fingerprint of the whole scorable corpus the items were drawn from (every unflagged item, "
         "tcmqa.runs.data_fingerprint): a --limit run and a full run on the same data share it",
+        covers="the whole scorable corpus (not only the items run)",
     ),
     ResultColumn("data", "Data", "string", doc="the dataset it ran on: a Hub dataset id or a built tree's path"),
     ResultColumn(

@@ -56,16 +56,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from tcmqa import flags, variables
+from tcmqa import flags, quick_anchors, variables
 from tcmqa.engines import DTYPES, ENGINES
 from tcmqa.fresh.backfill import queue_backfills
 from tcmqa.fresh.hidden import pool_parts, write_pool
 from tcmqa.fresh.scores import FRESH_COLUMNS
 from tcmqa.outputs import MANIFEST as RUN_MANIFEST
-from tcmqa.outputs import OUTPUTS_DIR, part_files
+from tcmqa.outputs import OUTPUTS_DIR, part_files, read_outputs_table
+from tcmqa.quick_anchors import N_QUICK
 from tcmqa.runs import EXIT_TRANSIENT
 from tcmqa.schema import HUB_ID, RATERS_PER_ITEM, RESULTS
-from tcmqa.store import BACKFILL, FAILED, FINISHED, RUNNING, Job, Store, open_store
+from tcmqa.store import BACKFILL, FAILED, FINISHED, QUICK, RUNNING, Job, Store, open_store
 
 STORE_VARIABLE = "TCMQA_STORE"  # how a worker's children are given the store URL (it may hold a password)
 READ_TOKEN_VARIABLE = "TCMQA_HF_READ_TOKEN"  # a read-only Hub token, given to the harness for gated models only
@@ -151,6 +152,10 @@ class WorkerConfig:
         default=False,
         metadata={"help": "evaluate only: no --probes (rotations, option-order test) after the evaluation"},
     )
+    quick_anchors: int = dataclasses.field(
+        default=N_QUICK,
+        metadata={"help": "anchor items a quick job evaluates (tcmqa.quick_anchors; docs/benchmarks.md: its error)"},
+    )
     timeout_s: float = dataclasses.field(
         default=4 * 3600, metadata={"help": "seconds a harness run (the probes included) may take"}
     )
@@ -198,6 +203,8 @@ class WorkerConfig:
     def __post_init__(self) -> None:
         self.runs = Path(self.runs).expanduser()
         self.models_cache = Path(self.models_cache).expanduser()
+        if self.quick_anchors < 1:
+            raise ValueError(f"--quick-anchors is a number of items, at least 1, not {self.quick_anchors}")
         if self.hosted and self.limit:
             raise ValueError(
                 "--limit on a hosted worker would publish a partial row as the model's result; run smoke tests "
@@ -213,21 +220,27 @@ def hosted_by_environment(environ: Mapping[str, str]) -> bool:
 
 def run_folder(runs: Path, job: Job) -> Path:
     """A job's run folder, keyed by what it evaluates (model, revision, protocol) rather than by job id, so a
-    resubmission of a model whose run failed (a timeout after hours) resumes that run instead of starting over."""
-    key = hashlib.sha256(f"{job.model}\n{job.revision}\n{job.protocol}".encode()).hexdigest()[:12]
+    resubmission of a model whose run failed (a timeout after hours) resumes that run instead of starting over.
+    A quick job's is its own (a full run never resumes from the anchors)."""
+    quick = "\nquick" if job.kind == QUICK else ""
+    key = hashlib.sha256(f"{job.model}\n{job.revision}\n{job.protocol}{quick}".encode()).hexdigest()[:12]
     return runs / f"{re.sub(r'[^A-Za-z0-9._-]+', '--', job.model)[-80:]}-{key}"
 
 
-def harness_command(cfg: WorkerConfig, job: Job, out: Path, pool: Path | None = None) -> list[str]:
+def harness_command(
+    cfg: WorkerConfig, job: Job, out: Path, pool: Path | None = None, items: Path | None = None
+) -> list[str]:
     """The child's argv: the command template with this job's values, then the job's flags.
 
     A Hub model is pinned with ``--revision``; a local folder (local mode) has no commits, so its
     fingerprint stays in the store and the folder path is passed as the model. ``pool``: the hidden pool's
     file in the run folder (:func:`hand_pool`). A back-fill evaluates only the pool, with the engine, dtype
-    and engine args its row recorded (``settings`` in its meta), no probes and no limit.
+    and engine args its row recorded (``settings`` in its meta), no probes and no limit. A quick job evaluates
+    only ``items`` (its anchors' ids, :func:`hand_anchors`): no pool, no probes, no limit.
     """
     path = job.meta.get("path")
     backfill = job.kind == BACKFILL
+    partial = backfill or job.kind == QUICK  # no probes, no limit
     settings = job.meta.get("settings") or {}
     values = {"python": sys.executable, "model": path or job.model, "data": cfg.data, "out": str(out)}
     argv = [token.format(**values) for token in shlex.split(cfg.command)]
@@ -240,13 +253,15 @@ def harness_command(cfg: WorkerConfig, job: Job, out: Path, pool: Path | None = 
         argv += ["--engine", settings.get("engine") or cfg.engine]
     if settings.get("dtype") or cfg.dtype:
         argv += ["--dtype", settings.get("dtype") or cfg.dtype]
-    if cfg.limit and not backfill:
+    if cfg.limit and not partial:
         argv += ["--limit", str(cfg.limit)]
+    if items is not None:
+        argv += ["--items", str(items)]
     if pool is not None:
         argv += ["--pool", str(pool)] + (["--pool-only"] if backfill else [])
     if job.meta.get("released"):
         argv += ["--released", job.meta["released"]]
-    if not cfg.skip_probes and not backfill:
+    if not cfg.skip_probes and not partial:
         argv.append("--probes")
     for key, value in settings.get("engine_args", cfg.engine_args).items():
         argv += ["--engine-arg", flags.format_key_value(key, value)]
@@ -264,6 +279,32 @@ def hand_pool(store: Store, run_dir: Path, raters: int) -> Path | None:
     if not items:
         return None
     return write_pool(run_dir, store.fresh_pool_version(), items, store.fresh_reference(raters))
+
+
+def hand_anchors(store: Store, cfg: WorkerConfig, job: Job, run_dir: Path) -> tuple[quick_anchors.AnchorSet, Path]:
+    """A quick job's anchor set (the board's as it stands, :func:`tcmqa.quick_anchors.anchor_set`) and the file of
+    its item ids the harness evaluates (``--items``) in ``run_dir``."""
+    from tcmqa.harness import EvalConfig, data_facts, select_items
+
+    config = EvalConfig(model="-", data=cfg.data)
+    _, _, scorable = select_items(config)
+    fingerprint = data_facts(config, scorable)["data_fingerprint"]
+    item_ids = [item["id"] for item in scorable]
+    anchors = quick_anchors.anchor_set(
+        store, item_ids, fingerprint, job.protocol, min(cfg.quick_anchors, len(item_ids))
+    )
+    path = run_dir / "anchors.txt"
+    path.write_text("\n".join(anchors.item_ids) + "\n", encoding="utf-8")
+    return anchors, path
+
+
+def quick_estimate(run_dir: Path, row: dict[str, Any], anchors: quick_anchors.AnchorSet) -> dict[str, Any]:
+    """The estimate a finished quick run records (:func:`tcmqa.quick_anchors.estimate`), with what the board shows of
+    the model beside it."""
+    table = read_outputs_table(run_dir, columns=["item_id", "correct"]).to_pydict()
+    correct = {item: bool(c) for item, c in zip(table["item_id"], table["correct"], strict=True)}
+    facts = {k: row.get(k) for k in ("family", "params_b", "engine", "engine_version", "dtype", "date", "revision")}
+    return {**quick_anchors.estimate(anchors, correct), **facts}
 
 
 def restore_public_parts(store: Store, job_id: str, run_dir: Path) -> None:
@@ -400,16 +441,25 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
         store.fail(job, reason)
         return "FAILED"
     run_dir = run_folder(cfg.runs, job)  # every attempt (and resubmission) shares it, so a later one resumes
+    if job.kind == QUICK:  # a few hundred items, on anchors that may have changed since: never resumed
+        shutil.rmtree(run_dir, ignore_errors=True)
     resume = (run_dir / RUN_MANIFEST).exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "harness.log"
-    pool = hand_pool(store, run_dir, cfg.raters)
+    anchors, items = None, None
+    if job.kind == QUICK:
+        try:
+            anchors, items = hand_anchors(store, cfg, job, run_dir)
+        except (Exception, SystemExit) as err:  # the served data unreadable, a fit that failed: the job says why
+            store.fail(job, f"the quick job's anchor items could not be chosen: {err}")
+            return "FAILED"
+    pool = None if job.kind == QUICK else hand_pool(store, run_dir, cfg.raters)
     if job.kind == BACKFILL:
         if pool is None:
             store.fail(job, "nothing to back-fill: the hidden pool holds no accepted item now")
             return "FAILED"
         restore_public_parts(store, job.meta["of"], run_dir)
-    argv = harness_command(cfg, job, run_dir, pool) + (["--resume"] if resume else [])
+    argv = harness_command(cfg, job, run_dir, pool, items) + (["--resume"] if resume else [])
     if not job.meta.get("path"):  # most recently used: evicted last
         hub_cache_folder(cfg.models_cache, job.model).mkdir(parents=True, exist_ok=True)
         os.utime(hub_cache_folder(cfg.models_cache, job.model))
@@ -445,7 +495,14 @@ def run_job(store: Store, job: Job, cfg: WorkerConfig) -> str:
     except (OSError, ValueError, IndexError, TypeError, pa.ArrowException) as err:
         store.fail(job, f"the harness wrote no valid results.json ({err})", _tail(log))
         return "FAILED"
-    if job.kind == BACKFILL:  # the pool's columns go into the row it back-fills
+    if job.kind == QUICK:  # an estimate, never a results row
+        try:
+            estimate = quick_estimate(run_dir, row, anchors)
+        except (OSError, ValueError, pa.ArrowException) as err:
+            store.fail(job, f"the quick run did not answer its anchors ({err})", _tail(log))
+            return "FAILED"
+        finished = store.finish_quick(job, estimate)
+    elif job.kind == BACKFILL:  # the pool's columns go into the row it back-fills
         finished = store.finish_backfill(job, {name: row[name] for name in FRESH_COLUMNS}, pool_parts(run_dir, pool))
     else:
         finished = store.finish(job, row, part_files(run_dir), probe_parts(run_dir), pool_parts(run_dir, pool))

@@ -1,15 +1,20 @@
-"""The About tab: the protocol, the departures from the paper, links and citation (``ABOUT``), and its
-section on the probe, uncertainty and fresh columns, built from their declarations.
+"""The About tab: the protocol, the departures from the paper, links and citation (``ABOUT``), the table of
+every board column, and its section on the probe, uncertainty and fresh columns, built from their declarations.
 
-What a column *is* is said once, in its declaration (``tcmqa.schema.RESULT_COLUMNS`` docs, and
-``board.DERIVED`` for the columns the board derives); this module adds what it can and cannot show,
-so the About text follows the board when a column's meaning changes.
+What a column *is* is said once, in its declaration (``tcmqa.schema.RESULT_COLUMNS``: its meaning, the items it
+covers, whether higher is better; ``board.DERIVED`` and ``board.COMPARISON_COLUMN`` for the columns the board
+derives): :func:`columns_markdown` is generated from them, so it cannot fall behind the board, and this module
+adds only what a probe column can and cannot show.
 """
 
 from __future__ import annotations
 
 from tcmqa.fresh.gap import MIN_POOL
 from tcmqa.leaderboard.board import (
+    BOARD_COLUMNS,
+    CHOICES,
+    COMPARISON,
+    COMPARISON_COLUMN,
     DEFAULT_COLUMNS,
     DERIVED,
     FRESH_CI,
@@ -49,6 +54,7 @@ the paper's own numbers):
   here when a model gives empty answers. The paper's behaviour: drop rows with an empty `prediction`
   before averaging `precision`, or score with the metric's `empty_precision=None`.
 
+{columns}
 {probes}
 ## Links
 - Dataset: [{homepage}]({homepage}) (configs `corpus`, `responses`, `subset`, `outputs`, `results`)
@@ -167,7 +173,7 @@ def _declared() -> dict[str, tuple[str, str]]:
         c.name: (c.label, c.doc if c.read_against is None else f"{c.doc}. {_against(*c.read_against, docs)}")
         for c in RESULT_COLUMNS
     }
-    return fields | {c.label: (c.label, c.doc) for c in DERIVED}
+    return fields | {c.label: (c.label, c.doc) for c in (COMPARISON_COLUMN, *DERIVED)}
 
 
 def _against(field: str, word: str, docs: dict[str, str]) -> str:
@@ -189,8 +195,48 @@ def probes_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+HIGHER = {True: "yes", False: "no (lower is better)", None: "—"}  # a column's higher_is_better, in words
+NOT_ON_ITEMS = "—"  # a column not computed on items (an id, a fact about the run)
+
+
+def column_rows() -> list[tuple[str, str, str, str]]:
+    """(column, what it means, the items it covers, higher is better) for every board column, in board order,
+    each read from its declaration."""
+    declared = _declared()
+    by_label = {c.label: (c.name, c.covers, c.higher_is_better) for c in BOARD_COLUMNS}
+    by_label |= {c.label: (c.label, c.covers, c.higher_is_better) for c in (COMPARISON_COLUMN, *DERIVED)}
+    rows = []
+    for label in ["Model", COMPARISON, *CHOICES]:
+        key, covers, higher = by_label[label]
+        rows.append((label, declared[key][1], covers or NOT_ON_ITEMS, HIGHER[higher]))
+    return rows
+
+
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell: a '|' would end the cell, '<model>' would be read as an HTML tag."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def columns_markdown() -> str:
+    """The About section defining every board column, one table row per declaration."""
+    lines = [
+        "## The board's columns",
+        "Every column the board offers (the column chooser shows the rest), defined where it is declared.",
+        "",
+        "| Column | What it means | Items it covers | Higher is better |",
+        "| --- | --- | --- | --- |",
+    ]
+    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in column_rows()]
+    return "\n".join(lines) + "\n"
+
+
 def about_markdown(protocol: str) -> str:
     """The About tab's text for the Space's ``protocol``."""
     return ABOUT.format(
-        protocol=protocol, human=HUMAN_SUBSET, probes=probes_markdown(), homepage=HOMEPAGE, citation=CITATION
+        protocol=protocol,
+        human=HUMAN_SUBSET,
+        columns=columns_markdown(),
+        probes=probes_markdown(),
+        homepage=HOMEPAGE,
+        citation=CITATION,
     )

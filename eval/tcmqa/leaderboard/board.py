@@ -17,13 +17,14 @@ protocol with full coverage). The board has one reference, a data fingerprint an
   that most full-coverage evaluated rows under that protocol share (a tie goes to the most recently
   evaluated, then to the smaller fingerprint). With no such row nothing is comparable yet.
 
-Every row gets a ``Comparison`` label (:data:`COMPARISONS`, in board order): ``comparable`` (that
-fingerprint, that protocol, coverage 100%: these are ranked together, first), ``partial`` (coverage
-below 100% or not recorded), ``other protocol``, ``other data`` (another fingerprint), ``data
-unknown`` (a row that recorded no fingerprint), then ``reported in the paper`` (the paper's Table 4,
-computed on its own 38,279-item corpus). A label is the first of these reasons, read from the end
-(the paper's rows are always ``reported in the paper``; a partial run on other data is ``other
-data``). Sorting orders rows within each group and keeps the groups in that order.
+Every row gets a ``Comparison`` label (:data:`COMPARISONS`): ``comparable`` (that fingerprint, that
+protocol, coverage 100%: the rows that may be ranked against each other), ``partial`` (coverage below 100%
+or not recorded), ``other protocol``, ``other data`` (another fingerprint), ``data unknown`` (a row that
+recorded no fingerprint), or ``reported in the paper`` (the paper's Table 4, computed on its own 38,279-item
+corpus). A label is the first of these reasons, read from the end (the paper's rows are always ``reported in
+the paper``; a partial run on other data is ``other data``). The label is a visible column with a legend
+(:data:`LEGEND`) and a filter (``select(comparisons=...)``), never a hidden sort key: the board's order is
+exactly what its sort control says, so sorted by Full, descending, the Full column descends.
 
 The practitioners' reference row sits with the rows it was computed beside: the paper's 64.94 with
 the paper's rows, and, when comparable rows carry ``human_reference`` (the majority vote on the same
@@ -59,7 +60,9 @@ import pandas as pd
 
 from tcmqa.fresh.gap import MIN_POOL
 from tcmqa.leaderboard import outcomes, uncertainty
+from tcmqa.leaderboard.rescored import KEY_REVISION, NOT_RESCORED, Rescorer
 from tcmqa.prompts import PROTOCOL
+from tcmqa.quick_anchors import estimate_text
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
 from tcmqa.runs import data_fingerprint
 from tcmqa.schema import RATERS_PER_ITEM, RESULT_COLUMNS
@@ -86,12 +89,19 @@ ROW = "_row"  # hidden: an evaluated row's position among the merged rows (selec
 
 @dataclasses.dataclass(frozen=True)
 class DerivedColumn:
-    """A board column computed from a results row (not a results field), placed after ``after``."""
+    """A board column computed from a results row (not a results field), placed after ``after``; declared like a
+    results column (:class:`tcmqa.schema.ResultColumn`), since the About tab's table of columns is generated from it."""
 
     label: str
     after: str  # the board column it follows
     shown: bool  # on the board by default
     doc: str
+    covers: str = ""  # the items it is computed on ('' where not computed on items)
+    higher_is_better: bool | None = None  # None: not a score
+
+    def __post_init__(self) -> None:
+        if not self.doc.strip():
+            raise ValueError(f"board column {self.label!r} says nothing: declare its doc")
 
 
 FULL_CI = "Full 95% CI"
@@ -101,8 +111,9 @@ SEPARATION = "≈ next by Full"
 FRESH_CI = "Fresh 95% CI"
 GAP_CI = "Gap 95% CI"
 GAP_MARK = "⚑"  # the Gap vs human interval lies above 0
+ESTIMATE = "Quick estimate"
 DERIVED = (
-    DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)"),
+    DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)", "Full's items"),
     DerivedColumn(
         SEPARATION,
         FULL_CI,
@@ -111,6 +122,17 @@ DERIVED = (
         "<model>, the next better comparable evaluated row by Full (p >= 0.05); '≠ <model> (p=…)' when it does; "
         "empty when not tested. The mark names the row it was tested against, so it keeps its meaning however "
         "the board is sorted or filtered",
+        "the items both rows answered",
+    ),
+    DerivedColumn(
+        KEY_REVISION,
+        SEPARATION,
+        True,
+        "the keys Full is scored on: their data fingerprint (12 characters); '(rescored)' after it for a row run "
+        "before the served data's errata and rescored on its corrected keys from its stored predictions, without "
+        "rerunning (a corrected key's items scored again, dropped items out of n); 'not rescored' for a row without "
+        "per-item outputs here (imported, or the paper's), whose Full is as recorded on the keys before the errata",
+        "Full's items",
     ),
     DerivedColumn(
         SUBSET_CI,
@@ -118,6 +140,7 @@ DERIVED = (
         False,
         "95% bootstrap interval of Subset, percent (items resampled), recounted with Subset whenever practitioners' "
         "responses change the subset",
+        "Subset's items",
     ),
     DerivedColumn(
         SUBSET_ON,
@@ -133,6 +156,7 @@ DERIVED = (
         f"95% bootstrap interval of Fresh and its n (pool items); 'pool too small (n)' while the hidden pool holds "
         f"fewer than {MIN_POOL} accepted items (the fresh columns are then empty); 'on pool <version>' when the row's "
         "fresh columns are on another pool version than the board's (its back-fill is queued)",
+        "Fresh's items",
     ),
     DerivedColumn(
         GAP_CI,
@@ -140,6 +164,19 @@ DERIVED = (
         True,
         f"95% normal interval of Gap vs human; {GAP_MARK} where it lies above 0: the model gains on the public items "
         "more than the practitioners do, which points at memorisation",
+        "Gap vs human's items",
+    ),
+    DerivedColumn(
+        ESTIMATE,
+        "Full",
+        True,
+        "a quick job's estimate of Full from its anchor items only, '≈ value ± error': the error is the root mean "
+        "square error of the estimate when each of the board's models is left out in turn (measured, not assumed); "
+        "with too few models to fit, the default anchors and the estimate's binomial standard error. Quick rows "
+        "have no Full: they are never ranked, plotted, compared or tested against full rows, and a full run of the "
+        "same model and revision replaces its estimate",
+        "the anchor items (a quick job's)",
+        True,
     ),
 )
 
@@ -165,15 +202,29 @@ OTHER_PROTOCOL = "other protocol"
 OTHER_DATA = "other data"
 UNKNOWN_DATA = "data unknown"
 PAPER = "reported in the paper"
-COMPARISONS = [COMPARABLE, PARTIAL, OTHER_PROTOCOL, OTHER_DATA, UNKNOWN_DATA, PAPER]
+QUICK_ESTIMATE = "quick estimate"  # a quick job's row: an estimate of Full, kept apart from every full row
+COMPARISONS = [COMPARABLE, PARTIAL, OTHER_PROTOCOL, OTHER_DATA, UNKNOWN_DATA, PAPER, QUICK_ESTIMATE]
 _RANK = {label: rank for rank, label in enumerate(COMPARISONS)}
+COMPARISON_COLUMN = DerivedColumn(
+    COMPARISON,
+    "Model",
+    True,
+    "what the row can be ranked against: 'comparable' (the data the Space serves, by Data fingerprint; the current "
+    "protocol; Coverage 100%), 'partial' (a run on part of the items), 'other protocol', 'other data' (another "
+    "fingerprint, e.g. a demo tree or the corpus before a fix), 'data unknown' (a row that recorded no fingerprint) "
+    "or 'reported in the paper' (the paper's own corpus); only comparable rows are ranked against each other, the "
+    "others are shown for reference; 'quick estimate' rows (a quick job's estimate of Full, no Full) always come "
+    "last, whatever the sort",
+)
 # the board table's label in the Space: how to read the Comparison column
 LEGEND = (
-    "Leaderboard. Comparison: 'comparable' rows (same data fingerprint and protocol, full coverage) are "
-    "ranked together first; partial runs, other protocol, other data, data unknown and the paper's rows "
-    "(reported on the paper's own corpus) follow, each group apart. ≈ next by Full: a paired test does not "
-    "separate the row from the model it names, the next better comparable row by Full, whatever the sort (≠: it "
-    "does; see About)"
+    "Leaderboard, in the order the sort control says. Comparison: only 'comparable' rows (the served data, the "
+    "current protocol, full coverage) can be ranked against each other; 'partial' (a run on part of the items), "
+    "'other protocol', 'other data', 'data unknown' and 'reported in the paper' (the paper's own corpus) are "
+    "shown for reference (filter them with Comparison above). ≈ next by Full: a paired test does not separate "
+    "the row from the model it names, the next better comparable row by Full, whatever the sort (≠: it does; "
+    "see About). 'quick estimate' rows, always last: Full estimated from a few hundred anchor items, "
+    "'≈ value ± error' in Quick estimate, never ranked or plotted with full rows; upgrade one in Submit"
 )
 
 
@@ -291,7 +342,7 @@ def comparison(row: dict[str, Any], data_fingerprint: str | None, protocol: str 
         return PAPER
     if not row.get("data_fingerprint"):
         return UNKNOWN_DATA
-    if row["data_fingerprint"] != data_fingerprint:
+    if (row.get("key_revision") or row["data_fingerprint"]) != data_fingerprint:  # rescored: on the served keys
         return OTHER_DATA
     if row.get("protocol") != protocol:
         return OTHER_PROTOCOL
@@ -318,11 +369,14 @@ def _sort_key(values: pd.Series) -> pd.Series:
 
 
 def order(frame: pd.DataFrame, sort_by: str = "Full", descending: bool = True) -> pd.DataFrame:
-    """Sort by ``sort_by`` within each Comparison group, the groups in board order (comparable first)."""
+    """Sort by ``sort_by`` alone (empty cells last); ties keep the Comparison groups' order (comparable first),
+    which is a tie-break, never a key above the sort the visitor chose."""
+    ranks = frame[COMPARISON].map(_RANK).fillna(len(_RANK)).to_numpy()
+    frame = frame.iloc[np.argsort(ranks, kind="stable")]
     if sort_by in frame:
         frame = frame.sort_values(sort_by, ascending=not descending, na_position="last", kind="stable", key=_sort_key)
-    ranks = frame[COMPARISON].map(_RANK).fillna(len(_RANK)).to_numpy()
-    return frame.iloc[np.argsort(ranks, kind="stable")]
+    # an estimate is never ranked among full rows: the quick rows come after every other, whatever the sort
+    return frame.iloc[np.argsort((frame[COMPARISON] == QUICK_ESTIMATE).to_numpy(), kind="stable")]
 
 
 def significant(values: pd.Series, digits: int = 4) -> pd.Series:
@@ -384,6 +438,34 @@ def _derived(row: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def quick_rows(estimates: Sequence[Any], evaluated: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The board rows of finished quick jobs (``estimates``, newest first: :meth:`tcmqa.store.Store.quick_estimates`):
+    the latest per model and revision, none for a model and revision that has an evaluated row (its full run
+    replaced the estimate). No Full, no row position: the estimate is text, in its own group."""
+    full = {(r.get("model"), r.get("revision")) for r in evaluated if r.get("origin") != "reported"}
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for job in estimates:
+        estimate = job.meta.get("estimate") or {}
+        if not estimate or (job.model, job.revision) in full or (job.model, job.revision) in rows:
+            continue
+        family = estimate.get("family") or job.meta.get("family")
+        rows[job.model, job.revision] = {
+            "model": job.model,
+            "revision": job.revision,
+            "origin": "evaluated",
+            "family": canonical_family(family)
+            if (family := estimate.get("family") or job.meta.get("family"))
+            else None,
+            "params_b": estimate.get("params_b") or job.meta.get("params_b"),
+            "date": estimate.get("date"),
+            "engine": estimate.get("engine"),
+            "protocol": job.protocol,
+            "comparison": QUICK_ESTIMATE,
+            ESTIMATE: estimate_text(estimate),
+        }
+    return list(rows.values())
+
+
 def merge(
     evaluated: Sequence[dict[str, Any]],
     data_fingerprint: str | None = None,
@@ -391,8 +473,10 @@ def merge(
     correctness: uncertainty.Correctness | None = None,
     marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] | None = None,
     pool: PoolFacts | None = None,
+    quick: Sequence[dict[str, Any]] = (),
 ) -> pd.DataFrame:
-    """Reported + reference + evaluated rows, in board columns with a Comparison label, board order.
+    """Reported + reference + evaluated rows, in board columns with a Comparison label, by Full descending; then
+    the quick estimates (:func:`quick_rows`), in their own group, with no Full.
 
     ``pool``: the hidden pool (:class:`PoolFacts`); the fresh columns stay empty while it is too small.
 
@@ -433,7 +517,7 @@ def merge(
                 **human_fresh(pool),
             )
         )
-    frame = pd.DataFrame([*_reported_records(), *references, *rows])  # one frame of dicts: no concat of dtypes
+    frame = pd.DataFrame([*_reported_records(), *references, *rows, *quick])  # one frame of dicts: no concat of dtypes
     labels = {v: k for k, v in COLUMNS.items()} | {"comparison": COMPARISON}
     frame = frame.rename(columns=labels).reindex(columns=["Model", COMPARISON, *CHOICES, ROW])
     frame["Origin"] = frame["Origin"].fillna("evaluated")
@@ -463,7 +547,7 @@ def select(
     comparisons: Sequence[str] = COMPARISONS,
 ) -> pd.DataFrame:
     """The visible board: filter by model text, family, parameter range, origin and Comparison group;
-    choose columns; sort within each Comparison group (comparable rows stay first).
+    choose columns; sort by ``sort_by`` (:func:`order`: the sort chosen is the order shown).
 
     Model and Comparison are always shown. The practitioners' reference rows have no size and are
     kept whenever their origin is selected, so they stay on the board as the line to beat.
@@ -523,6 +607,7 @@ class Board:
         protocol: str = PROTOCOL,
         practice: Any = None,
         raters: int = RATERS_PER_ITEM,
+        rescorer: Rescorer | None = None,
     ):
         self.store = store
         self.data_fingerprint = data_fingerprint
@@ -537,7 +622,9 @@ class Board:
         # p-values of the pairs tested (their runs unchanged)
         self._marks: dict[tuple[uncertainty.Key, uncertainty.Key], float | None] = {}
         self._pool = PoolFacts()  # the hidden pool the fresh columns are shown against
+        self._quick: list[Any] = []  # the finished quick jobs (their estimates)
         self.raters = raters  # the study's N: the practitioners' reference on fresh items is their majority
+        self.rescorer = rescorer  # the served data's errata: rows run before them rescored on the corrected keys
 
     def _rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The evaluated rows; with practitioner mode, Subset, Δ human and the practitioners' reference
@@ -547,13 +634,15 @@ class Board:
                 rows = self.practice.reference_rows(rows)
             except Exception:  # the data may be unreachable: the rows as recorded
                 logging.getLogger("tcmqa.board").exception("recomputing the practitioners' reference failed")
+        if self.rescorer is not None:
+            rows = self.rescorer.rows(rows, self.reference.outcomes)
         return rows
 
     def frame(self) -> pd.DataFrame:
         """The merged board. A finished or imported run merges it anew; a practitioner's response (only the
         practice version changed) sets the subset columns in place (:func:`with_reference`)."""
         pool_version = self.store.fresh_pool_version()
-        version = f"{self.store.version()}|{self.store.outcomes_version()}|{pool_version}"
+        version = f"{self.store.version()}|{self.store.outcomes_version()}|{pool_version}|{self.store.quick_version()}"
         practice = self.store.practice_version() if self.practice is not None else ""
         with self._lock:
             if version == self._version and practice != self._practice_version:
@@ -565,11 +654,17 @@ class Board:
                 if changed:  # their pairs are tested again (a row without revision reads its model's latest run)
                     self._marks = {pair: m for pair, m in self._marks.items() if not {pair[0][0], pair[1][0]} & changed}
                 self._results = self.store.results()
+                self._quick = self.store.quick_estimates()
                 if pool_version != self._pool.version:
                     self._pool = PoolFacts.of(self.store, self.raters)
                 correctness = outcomes.ByKey(self.reference.outcomes)
                 rows = self._rows(self._results)
-                self._frame = merge(rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool)
+                quick = quick_rows(self._quick, rows)
+                self._frame = merge(
+                    rows, self.data_fingerprint, self.protocol, correctness, self._marks, self._pool, quick
+                )
+                if self.rescorer is not None and self.rescorer.errata:  # the paper's rows have no outputs here
+                    self._frame.loc[self._frame["Origin"] == "reported", KEY_REVISION] = NOT_RESCORED
                 self._version, self._practice_version = version, practice
             return self._frame
 

@@ -36,6 +36,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from tcmqa.leaderboard import lang
 from tcmqa.leaderboard.board import COMPARABLE, COMPARISON
 from tcmqa.schema import DOMAINS
 
@@ -227,7 +228,7 @@ def outcomes(items: pd.DataFrame, correct: pd.Series | None, hidden: np.ndarray)
 
 def page(selected: pd.DataFrame, number: int = 1, size: int = PAGE_SIZE) -> Page:
     """Page ``number`` (1-based; clamped to the pages there are) of :func:`select`'s rows, as shown:
-    :data:`ROW_COLUMNS`, the stem cut to :data:`STEM_CHARS`, domains as their Chinese labels."""
+    :data:`ROW_COLUMNS`, the stem cut to :data:`STEM_CHARS`, domains by their names in the caller's language."""
     total = len(selected)
     pages = max(1, math.ceil(total / size))
     number = min(max(1, int(number)), pages)
@@ -237,7 +238,7 @@ def page(selected: pd.DataFrame, number: int = 1, size: int = PAGE_SIZE) -> Page
             "id": rows["id"].to_numpy(),
             "stem": rows["stem"].map(lambda s: s if len(s) <= STEM_CHARS else s[: STEM_CHARS - 1] + "…").to_numpy(),
             "answer type": rows["answer_type"].to_numpy(),
-            "domain": rows["domains"].map(lambda keys: "、".join(DOMAINS[k] for k in keys)).to_numpy(),
+            "domain": rows["domains"].map(lambda keys: "、".join(lang.domain(k) for k in keys)).to_numpy(),
             "consensus": rows["consensus"].to_numpy(),
             "model outcome": rows["outcome"].to_numpy(),
         },

@@ -23,7 +23,7 @@ from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.identity import check_bind
 from tcmqa.leaderboard.settings import Settings
-from tcmqa.leaderboard.space import build_app
+from tcmqa.leaderboard.space import build_app, launch
 from tcmqa.store import Store, open_store, store_url
 from tcmqa.worker import LocalWorker
 
@@ -103,4 +103,4 @@ def main() -> None:
     if not settings.hosted:
         check_bind(os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1", settings.admin_token)
     demo, _ = build_hosted(settings)
-    demo.queue(default_concurrency_limit=8).launch()
+    launch(demo)

@@ -21,6 +21,7 @@ Only aggregates over items are shown, never an item, so nothing here can give aw
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,7 +33,9 @@ from matplotlib.gridspec import GridSpec
 
 from tcmqa import figures
 from tcmqa.data import has_config, load_config
+from tcmqa.errata import data_errata
 from tcmqa.leaderboard.compare import UNRATED, Comparator
+from tcmqa.rescore import corrected
 from tcmqa.results import PROBE_COLUMNS
 from tcmqa.schema import DOMAINS, RESULT_COLUMNS
 from tcmqa.tables import DIFFICULTY_LEVELS
@@ -89,13 +92,15 @@ class ModelPage:
     by_consensus: pd.DataFrame  # practitioners correct ("k/N"), n, model %, practitioners %
     calibration: pd.DataFrame  # measure, value, meaning
     probes: pd.DataFrame  # measure, value, meaning
+    errata: int = 0  # the served data's errata its run was scored under (rescored from its predictions)
 
     def summary(self) -> str:
         if not self.n_items:
             return f"**{self.model}** has no outputs here."
+        keys = f" Scored on the corpus's current keys ({self.errata} errata applied)." if self.errata else ""
         return (
             f"**{self.model}**: {self.n_items:,} items scored, {self.n_subset:,} of them in the practitioners' "
-            "subset (the tables below are on those)."
+            f"subset (the tables below are on those).{keys}"
         )
 
     def domain_figure(self) -> Figure:
@@ -218,12 +223,21 @@ class ModelPages:
         same = [r for r in rows if run is not None and str(r.get("revision") or "") == run.revision]
         return (same or rows or [None])[-1]
 
+    @functools.cached_property
+    def errata(self) -> list[dict[str, Any]]:
+        """The served data's errata (none for a corpus never corrected)."""
+        return data_errata(self.source.data)
+
     def page(self, model: str) -> ModelPage:
-        """The model's page on its scored items (a run's rows on flagged items are not scored)."""
-        run = self.source.outputs.of(model, ["item_id", "correct"])
+        """The model's page on its scored items (a run's rows on flagged items are not scored), its run scored on
+        the served keys (:func:`tcmqa.rescore.corrected`: a run made before the errata is rescored from its
+        stored predictions)."""
+        columns = ["item_id", "correct", *(["prediction"] if self.errata else [])]
+        run = corrected(self.source.outputs.of(model, columns), self.errata)
         corpus = self.source.corpus
         run = run[run["item_id"].isin(set(corpus.loc[~corpus["flagged"].astype(bool), "id"]))]
-        return model_page(model, run, self.subset(), self.results_row(model))
+        page = model_page(model, run, self.subset(), self.results_row(model))
+        return dataclasses.replace(page, errata=len(self.errata))
 
 
 SUBSET_COLUMNS = ["item_id", "n_raters", "n_correct", "majority_correct", "rater_domains", "rater_difficulty"]

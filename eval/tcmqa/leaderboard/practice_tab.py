@@ -15,6 +15,7 @@ import pandas as pd
 
 from tcmqa.leaderboard import identity
 from tcmqa.leaderboard import practice as practice_lib
+from tcmqa.leaderboard.adjudication_tab import adjudication_console_section, adjudication_review_section
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.fresh_tab import fresh_items_section, pool_console_section
 from tcmqa.leaderboard.practice.text import review_markdown
@@ -462,6 +463,7 @@ def practitioners_tab(
         next_button = gr.Button("Start another block", elem_id="practice-next")
     heartbeat_timer = gr.Timer(HEARTBEAT_S)
     fresh_items_section(practice, guard, [name, key_box], demo)  # writing and reviewing fresh items
+    adjudication_review_section(practice, guard, [name, key_box])  # a reviewer's verdicts on suspect keys
     with gr.Column(visible=False, elem_id="practice-console") as console_box:
         gr.Markdown(
             "## The study lead's console\nAdmins only (every action is checked against the admin list). "
@@ -490,6 +492,7 @@ def practitioners_tab(
         export_button = gr.Button("Export the whole study (platform database)", elem_id="console-export")
         export_file = gr.File(label="annotation_platform.sqlite", height=90, elem_id="console-export-file")
         pool_console_section(practice, guard, [name, key_box])
+        adjudication_console_section(practice, guard, [name, key_box])
     tables = [admin_note, practitioners_table, flagged_table, slots_table, progress_table, decisions_table]
     caller = [name, key_box]  # what the guard proves the account from (and, hosted, the profile gradio injects)
     refresh_button.click(console, caller, tables, api_name="practice_console")

@@ -17,7 +17,8 @@ import time
 import pandas as pd
 
 from tcmqa import forms
-from tcmqa.store import FAILED, Store
+from tcmqa.quick_anchors import estimate_text
+from tcmqa.store import FAILED, FINISHED, QUICK, Store
 
 QUEUE_COLUMNS = ["id", "model", "revision", "status", "progress", "attempts", "user", "submitted", "updated"]
 LOG_TAIL_SHOWN = 3000  # characters of the harness log shown with a failure
@@ -63,6 +64,9 @@ def job_markdown(store: Store, job_id: str) -> str:
     text = f"**{job.status}** · `{job.model}` @ `{job.revision[:12]}` · job `{job.id}` · attempt {job.attempts}"
     if job.progress:
         text += f"\n\nProgress: {escaped(job.progress)}"
+    if job.status == FINISHED and (full := store.get(job.id)) is not None and full.kind == QUICK:
+        text += f"\n\nQuick estimate of Full: **{escaped(estimate_text(full.meta['estimate']))}**, shown apart on the "
+        text += "board; **Upgrade to a full run** replaces it with Full."
     if job.status == FAILED:
         text += f"\n\n**Reason:** {escaped(job.reason)}\n\nYou may fix the model and resubmit."
         if job.has_log:

@@ -15,17 +15,19 @@ import pandas as pd
 from tcmqa import forms
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard import model_outputs, queue, tabs
+from tcmqa.leaderboard import lang, model_outputs, queue, tabs
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.about import about_markdown
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.explorer import Explorer
 from tcmqa.leaderboard.explorer_tab import explorer_tab
 from tcmqa.leaderboard.identity import Guard
+from tcmqa.leaderboard.lang import language_selector, t, tab_labels
 from tcmqa.leaderboard.practice_tab import practitioners_tab
+from tcmqa.leaderboard.rescored import Rescorer
 from tcmqa.leaderboard.settings import Settings
-from tcmqa.leaderboard.validation import Rejected, enqueue, submitter, validate
-from tcmqa.store import Store, open_store
+from tcmqa.leaderboard.validation import KINDS, Rejected, enqueue, submitter, upgrade, validate
+from tcmqa.store import EVAL, QUICK, Store, open_store
 from tcmqa.store.admin import NotAllowed
 
 
@@ -42,11 +44,13 @@ def build_app(
     policy = settings.policy()
     # the study read from its pinned source, the Space's pseudonym key, N raters, admins (Settings owns them)
     practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
+    served = served_fingerprint(settings.data)
     board = board_lib.Board(
         store,
-        data_fingerprint=served_fingerprint(settings.data),
+        data_fingerprint=served,
         practice=practice if settings.practice else None,
         raters=settings.practice_raters,
+        rescorer=Rescorer(store, settings.data, served),  # the data's errata: earlier runs rescored on its keys
     )
     # the published runs' outcomes, aggregated once into the store: the board counts imported rows on the current subset
     threading.Thread(target=model_outputs.record_published, args=(store, settings.data), daemon=True).start()
@@ -67,6 +71,7 @@ def build_app(
         columns: list[str],
         sort_by: str,
         descending: bool,
+        comparisons: list[str] | None = None,
     ) -> pd.DataFrame:
         return board_lib.select(
             board.frame(),
@@ -78,6 +83,7 @@ def build_app(
             columns or board_lib.DEFAULT_COLUMNS,
             sort_by,
             descending,
+            board_lib.COMPARISONS if comparisons is None else comparisons,
         )
 
     @guard.public
@@ -85,20 +91,36 @@ def build_app(
         return gr.update(choices=board.families(), value=current)
 
     @guard.public  # anyone may submit (hosted: the signed-in account, checked by ``submitter``)
-    def submit(model_id: str, revision: str, released: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+    def submit(
+        model_id: str, revision: str, released: str, kind: str | None, profile: gr.OAuthProfile | None
+    ) -> tuple[str, str]:
+        kind = kind or EVAL
         try:
             user = submitter(profile, policy)
-            accepted = validate(model_id, revision, user=user, api=api, store=store, policy=policy, released=released)
-            job = enqueue(accepted, user=user, store=store, policy=policy)
+            accepted = validate(
+                model_id, revision, user=user, api=api, store=store, policy=policy, released=released, kind=kind
+            )
+            job = enqueue(accepted, user=user, store=store, policy=policy, kind=kind)
         except Rejected as err:
             return f"❌ {err}", ""
         except Exception as err:
             return f"❌ The submission could not be queued: {reported(err, 'submit')}.", ""
+        what = "a quick estimate of Full (the anchor items only)" if kind == QUICK else "job"
         return (
-            f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as job `{job.id}`: "
+            f"✅ Queued {job.model} at `{job.revision[:12]}` ({accepted.params_b:g}B) as {what} `{job.id}`: "
             "PENDING. Its status updates below.",
             job.id,
         )
+
+    @guard.public  # anyone signed in may upgrade a finished quick estimate (the rate limit counts it)
+    def upgrade_quick(job: str, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+        try:
+            full = upgrade(job, user=submitter(profile, policy), store=store, policy=policy)
+        except Rejected as err:
+            return f"❌ {queue.escaped(str(err))}", job
+        except Exception as err:
+            return f"❌ The upgrade could not be queued: {reported(err, 'upgrade')}.", job
+        return f"✅ Queued the full evaluation of {full.model} as job `{full.id}`: it replaces the estimate.", full.id
 
     @guard.public
     def show_queue() -> pd.DataFrame:
@@ -145,66 +167,86 @@ def build_app(
         return guard.admin(act)
 
     with gr.Blocks(title="TCMQA leaderboard") as demo:
-        gr.Markdown(
-            "# TCMQA leaderboard\nTraditional Chinese Medicine licensing-exam questions, "
-            f"with a licensed-practitioner reference (majority vote {board_lib.HUMAN_SUBSET} on the subset)."
-        )
+        with gr.Row():
+            gr.Markdown(f"# {t('title')}")
+            language_selector(demo)
+        gr.Markdown(f"{t('intro')} **{board_lib.HUMAN_SUBSET}%**")
         timer = gr.Timer(settings.refresh_s)
-        with gr.Tab("Board"):
+        with gr.Tab(t("tab_board"), elem_id="tab-board"):
             with gr.Row():
-                search = gr.Textbox(label="Search models", placeholder="e.g. qwen2.5", elem_id="board-search")
-                families = gr.Dropdown(board.families(), multiselect=True, label="Family", elem_id="board-family")
-                size_min = gr.Number(label="Min params (B)", value=0, minimum=0, elem_id="board-size-min")
-                size_max = gr.Number(label="Max params (B)", value=1000, minimum=0, elem_id="board-size-max")
+                search = gr.Textbox(label=t("board_search"), placeholder=t("board_search_hint"), elem_id="board-search")
+                families = gr.Dropdown(
+                    board.families(), multiselect=True, label=t("board_family"), elem_id="board-family"
+                )
+                size_min = gr.Number(label=t("board_size_min"), value=0, minimum=0, elem_id="board-size-min")
+                size_max = gr.Number(label=t("board_size_max"), value=1000, minimum=0, elem_id="board-size-max")
             with gr.Row():
-                origins = gr.CheckboxGroup(board_lib.ORIGINS, value=board_lib.ORIGINS, label="Rows")
+                origins = gr.CheckboxGroup(
+                    [(t(f"origin_{o}"), o) for o in board_lib.ORIGINS], value=board_lib.ORIGINS, label=t("board_rows")
+                )
+                comparisons = gr.CheckboxGroup(
+                    board_lib.COMPARISONS,
+                    value=board_lib.COMPARISONS,
+                    label=t("board_comparison"),
+                    elem_id="board-comparison",
+                )
                 columns = gr.CheckboxGroup(
                     board_lib.CHOICES,
                     value=board_lib.DEFAULT_COLUMNS[1:],
-                    label="Columns (answer types: Full, Single, Multi, Subset; probes and uncertainty: see About)",
+                    label=t("board_columns"),
                     elem_id="board-columns",
                 )
             with gr.Row():
-                sort_by = gr.Dropdown(list(board_lib.COLUMNS), value="Full", label="Sort by")
-                descending = gr.Checkbox(value=True, label="Descending")
+                sort_by = gr.Dropdown(list(board_lib.COLUMNS), value="Full", label=t("board_sort"))
+                descending = gr.Checkbox(value=True, label=t("board_descending"))
             table = gr.Dataframe(
                 interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label=board_lib.LEGEND
             )
-            inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending]
+            inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending, comparisons]
             for control in inputs:
                 control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
             gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
             timer.tick(refresh_families, families, families, api_name=False, show_progress="hidden")
         tabs.plots_tab(board, demo, timer, guard.public)  # the paper's Figure 2 and the Subset bars
-        with gr.Tab("Item explorer"):  # search, filters, pages of items; the item page a row opens
+        with gr.Tab(
+            t("tab_explorer"), elem_id="tab-explorer"
+        ):  # search, filters, pages of items; the item page a row opens
             item_id = explorer_tab(explorer, board, demo, guard.public)
         tabs.analysis_tabs(settings, store, practice, item_id, demo, guard.public)  # Compare and Model
-        with gr.Tab("Submit"):
+        with gr.Tab(t("tab_submit"), elem_id="tab-submit"):
             if settings.hosted:
                 gr.LoginButton()
-                hint = (
-                    "Sign in with Hugging Face, then enter a model id and optionally a revision (branch, tag or sha)."
-                )
+                hint = t("submit_hint_hosted")
             else:
-                hint = "Local mode: no sign-in; a Hub model id or a local model folder (safetensors) is accepted."
+                hint = t("submit_hint_local")
             gr.Markdown(hint)
             with gr.Row():
-                model_id = gr.Textbox(label="Model id", placeholder="owner/name", elem_id="submit-model")
-                revision = gr.Textbox(label="Revision (optional)", placeholder="main", elem_id="submit-revision")
+                model_id = gr.Textbox(label=t("submit_model"), placeholder="owner/name", elem_id="submit-model")
+                revision = gr.Textbox(label=t("submit_revision"), placeholder="main", elem_id="submit-revision")
                 released = gr.Textbox(
                     value="",
-                    label="Release date (optional, YYYY-MM-DD)",
-                    placeholder="the Hub repo's creation date",
-                    info="'Fresh after release' scores the hidden items accepted after it",
+                    label=t("submit_released"),
+                    placeholder=t("submit_released_hint"),
+                    info=t("submit_released_info"),
                     elem_id="submit-released",
                 )
-            submit_button = gr.Button("Submit for evaluation", variant="primary", elem_id="submit-button")
+            kind = gr.Radio(
+                [(t(f"submit_kind_{value}"), value) for value in KINDS],
+                value=EVAL,
+                label=t("submit_kind"),
+                info=t("submit_kind_info"),
+                elem_id="submit-kind",
+            )
+            submit_button = gr.Button(t("submit_button"), variant="primary", elem_id="submit-button")
             feedback = gr.Markdown(elem_id="submit-feedback")
-            job_id = gr.Textbox(label="Job id", elem_id="submit-job")
+            job_id = gr.Textbox(label=t("job_id"), elem_id="submit-job")
             status = gr.Markdown(elem_id="submit-status")
-            log_button = gr.Button("Show log", size="sm", elem_id="submit-show-log")
-            log_text = gr.Textbox(label="Harness log (end)", lines=8, interactive=False, elem_id="submit-log")
-            submit_button.click(submit, [model_id, revision, released], [feedback, job_id], api_name="submit")
+            with gr.Row():
+                log_button = gr.Button(t("show_log"), size="sm", elem_id="submit-show-log")
+                upgrade_button = gr.Button(t("upgrade_button"), size="sm", elem_id="submit-upgrade")
+            log_text = gr.Textbox(label=t("harness_log"), lines=8, interactive=False, elem_id="submit-log")
+            submit_button.click(submit, [model_id, revision, released, kind], [feedback, job_id], api_name="submit")
+            upgrade_button.click(upgrade_quick, job_id, [feedback, job_id], api_name="upgrade")
             status_timer = gr.Timer(2)
             gr.on(
                 [job_id.change, status_timer.tick],
@@ -215,21 +257,21 @@ def build_app(
                 show_progress="hidden",
             )
             log_button.click(show_log, job_id, log_text, api_name="job_log")
-        with gr.Tab("Queue"):
-            queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label="Evaluation requests")
+        with gr.Tab(t("tab_queue"), elem_id="tab-queue"):
+            queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label=t("queue_table"))
             gr.on([demo.load, timer.tick], show_queue, None, queue_table, api_name="queue", show_progress="hidden")
-            with gr.Accordion("Admin actions (accounts in TCMQA_ADMINS)", open=False):
+            with gr.Accordion(t("admin_actions"), open=False):
                 with gr.Row(visible=not settings.hosted):  # local mode: the account and the operator's token
-                    admin_name = gr.Textbox(label="Your account (local mode)", elem_id="admin-account")
-                    admin_key = gr.Textbox(label="The operator's token", type="password", elem_id="admin-key")
+                    admin_name = gr.Textbox(label=t("admin_account"), elem_id="admin-account")
+                    admin_key = gr.Textbox(label=t("admin_key"), type="password", elem_id="admin-key")
                 with gr.Row():
-                    admin_job = gr.Textbox(label="Job id", elem_id="admin-job")
-                    admin_reason = gr.Textbox(label="Reason (recorded with your account)", elem_id="admin-reason")
+                    admin_job = gr.Textbox(label=t("job_id"), elem_id="admin-job")
+                    admin_reason = gr.Textbox(label=t("reason"), elem_id="admin-reason")
                 with gr.Row():
                     buttons = {
-                        "cancel": gr.Button("Cancel (PENDING or RUNNING)", elem_id="admin-cancel"),
-                        "requeue": gr.Button("Re-queue (FAILED)", elem_id="admin-requeue"),
-                        "withdraw": gr.Button("Withdraw the published row", variant="stop", elem_id="admin-withdraw"),
+                        "cancel": gr.Button(t("admin_cancel"), elem_id="admin-cancel"),
+                        "requeue": gr.Button(t("admin_requeue"), elem_id="admin-requeue"),
+                        "withdraw": gr.Button(t("admin_withdraw"), variant="stop", elem_id="admin-withdraw"),
                     }
                 admin_note = gr.Markdown(elem_id="admin-note")
             for action, button in buttons.items():
@@ -240,11 +282,18 @@ def build_app(
                     api_name=f"admin_{action}",
                 )
         if settings.practice:
-            with gr.Tab("Practitioners"):
+            with gr.Tab(t("tab_practitioners"), elem_id="tab-practitioners"):
                 practitioners_tab(settings, practice, demo, guard)
-        with gr.Tab("About"):
+        with gr.Tab(t("tab_about"), elem_id="tab-about"):
             gr.Markdown(about_markdown(policy.protocol))
+        tab_labels(demo, guard.public)
     return demo
+
+
+def launch(demo: gr.Blocks, **options: Any) -> Any:
+    """Serve the app: its queue and its languages (:data:`tcmqa.leaderboard.lang.LAUNCH`); ``options`` go to
+    gradio's ``launch`` (host, port, blocking). Every start of the Space goes through here."""
+    return demo.queue(default_concurrency_limit=8).launch(**lang.LAUNCH, **options)
 
 
 def served_fingerprint(data: str) -> str | None:

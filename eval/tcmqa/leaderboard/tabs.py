@@ -20,6 +20,7 @@ import pandas as pd
 
 from tcmqa.leaderboard import board as board_lib
 from tcmqa.leaderboard.compare import PAGE_SIZE, Comparator
+from tcmqa.leaderboard.lang import t
 from tcmqa.leaderboard.model_page import ModelPages
 from tcmqa.leaderboard.plots import figure2, subset_bars
 from tcmqa.leaderboard.practice import PracticeLoader
@@ -30,11 +31,11 @@ Safe = Callable[[Callable[..., Any]], Callable[..., Any]]
 # which differing items the Compare tab lists: the model that got them right (None: either)
 WHICH = {"one is right, the other wrong": None, "A right, B wrong": "A", "B right, A wrong": "B"}
 WHICH_CHOICES = list(WHICH)
+WHICH_KEYS = dict(zip(WHICH_CHOICES, ("compare_either", "compare_a_right", "compare_b_right"), strict=True))
 
 # after a differing item is clicked (its id is in the explorer's box): open the Item explorer and show it
 OPEN_ITEM_JS = """() => {
-  const tabs = [...document.querySelectorAll('button[role="tab"]')];
-  const tab = tabs.find((b) => b.textContent.trim() === "Item explorer");
+  const tab = document.querySelector("#tab-explorer-button");
   if (tab) tab.click();
   let tries = 0;
   const show = () => {
@@ -54,15 +55,15 @@ def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Sa
         frame = board.frame()
         return figure2(frame), subset_bars(frame)
 
-    with gr.Tab("Plots"):
-        size = gr.Plot(label="Figure 2: Full accuracy against parameters", elem_id="plots-figure2")
+    with gr.Tab(t("tab_plots"), elem_id="tab-plots"):
+        size = gr.Plot(label=t("plots_figure2"), elem_id="plots-figure2")
         bars = gr.BarPlot(
             x="model",
             y="subset",
             color="origin",
             sort="-y",
-            y_title="Subset exact match (%)",
-            label="Subset accuracy (the practitioners' reference included)",
+            y_title=t("plots_subset_axis"),
+            label=t("plots_subset"),
             x_label_angle=-60,
         )
     gr.on([demo.load, timer.tick], show_plots, None, [size, bars], api_name="plots", show_progress="hidden")
@@ -145,40 +146,45 @@ def analysis_tabs(
             p.probes,
         )
 
-    with gr.Tab("Compare"):
+    with gr.Tab(t("tab_compare"), elem_id="tab-compare"):
         with gr.Row():
-            model_a = gr.Dropdown([], label="Model A", filterable=True, elem_id="compare-a")
-            model_b = gr.Dropdown([], label="Model B", filterable=True, elem_id="compare-b")
-            which = gr.Radio(WHICH_CHOICES, value=WHICH_CHOICES[0], label="Items listed", elem_id="compare-which")
-            page = gr.Number(1, label="Page of differing items", minimum=1, precision=0, elem_id="compare-page")
-        run = gr.Button("Compare", variant="primary", elem_id="compare-run")
+            model_a = gr.Dropdown([], label=t("compare_a"), filterable=True, elem_id="compare-a")
+            model_b = gr.Dropdown([], label=t("compare_b"), filterable=True, elem_id="compare-b")
+            which = gr.Radio(
+                [(t(WHICH_KEYS[w]), w) for w in WHICH_CHOICES],
+                value=WHICH_CHOICES[0],
+                label=t("compare_which"),
+                elem_id="compare-which",
+            )
+            page = gr.Number(1, label=t("compare_page"), minimum=1, precision=0, elem_id="compare-page")
+        run = gr.Button(t("compare_run"), variant="primary", elem_id="compare-run")
         summary = gr.Markdown(elem_id="compare-summary")
         with gr.Row():
-            outcomes = gr.Dataframe(interactive=False, label="Outcomes (items)", elem_id="compare-outcomes")
-            accuracy = gr.Dataframe(interactive=False, label="Exact match by answer type (%)", elem_id="compare-types")
-        by_domain = gr.Dataframe(interactive=False, label="Exact match by domain (%)", elem_id="compare-domains")
+            outcomes = gr.Dataframe(interactive=False, label=t("compare_outcomes"), elem_id="compare-outcomes")
+            accuracy = gr.Dataframe(interactive=False, label=t("compare_types"), elem_id="compare-types")
+        by_domain = gr.Dataframe(interactive=False, label=t("compare_domains"), elem_id="compare-domains")
         note = gr.Markdown(elem_id="compare-note")
         items = gr.Dataframe(
-            interactive=False, wrap=True, label="Items where they differ", elem_id="compare-items", max_height=600
+            interactive=False, wrap=True, label=t("compare_items"), elem_id="compare-items", max_height=600
         )
-    with gr.Tab("Model"):
+    with gr.Tab(t("tab_model"), elem_id="tab-model"):
         with gr.Row():
-            model = gr.Dropdown([], label="Model", filterable=True, elem_id="model-select")
-            show = gr.Button("Show", variant="primary", elem_id="model-show")
+            model = gr.Dropdown([], label=t("model_select"), filterable=True, elem_id="model-select")
+            show = gr.Button(t("model_show"), variant="primary", elem_id="model-show")
         model_summary = gr.Markdown(elem_id="model-summary")
         with gr.Row():
-            domain_table = gr.Dataframe(interactive=False, label="By domain (subset items)", elem_id="model-domains")
-            domain_plot = gr.Plot(label="By domain", elem_id="model-domain-plot")
+            domain_table = gr.Dataframe(interactive=False, label=t("model_domains"), elem_id="model-domains")
+            domain_plot = gr.Plot(label=t("model_domain_plot"), elem_id="model-domain-plot")
         with gr.Row():
-            difficulty_table = gr.Dataframe(
-                interactive=False, label="By practitioner-rated difficulty", elem_id="model-difficulty"
+            difficulty_table = gr.Dataframe(interactive=False, label=t("model_difficulty"), elem_id="model-difficulty")
+            difficulty_plot = gr.Plot(label=t("model_difficulty_plot"), elem_id="model-difficulty-plot")
+        consensus_table = gr.Dataframe(interactive=False, label=t("model_consensus"), elem_id="model-consensus")
+        consensus_plot = gr.Plot(label=t("model_consensus_plot"), elem_id="model-consensus-plot")  # 2 panels: wide
+        with gr.Row():
+            calibration = gr.Dataframe(
+                interactive=False, wrap=True, label=t("model_calibration"), elem_id="model-calibration"
             )
-            difficulty_plot = gr.Plot(label="By difficulty", elem_id="model-difficulty-plot")
-        consensus_table = gr.Dataframe(interactive=False, label="By practitioner consensus", elem_id="model-consensus")
-        consensus_plot = gr.Plot(label="By consensus", elem_id="model-consensus-plot")  # two panels: full width
-        with gr.Row():
-            calibration = gr.Dataframe(interactive=False, wrap=True, label="Calibration", elem_id="model-calibration")
-            probes = gr.Dataframe(interactive=False, wrap=True, label="Probes", elem_id="model-probes")
+            probes = gr.Dataframe(interactive=False, wrap=True, label=t("model_probes"), elem_id="model-probes")
     demo.load(model_choices, None, [model_a, model_b, model], api_name=False, show_progress="hidden")
     compared = [summary, accuracy, by_domain, outcomes, items, note]
     gr.on(

@@ -28,7 +28,7 @@ from tcmqa import forms
 from tcmqa.fresh.scores import release_date
 from tcmqa.models import count_parameters, local_revision
 from tcmqa.results import canonical_family
-from tcmqa.store import DuplicateError, Job, RateLimited, Store
+from tcmqa.store import EVAL, FINISHED, QUICK, DuplicateError, Job, RateLimited, Store
 
 # Decoder architectures that both engines (vLLM and transformers) load as causal LMs without remote code
 # (tests/test_validation.py holds this list to transformers' own mapping).
@@ -65,6 +65,8 @@ LOCAL_PREFIXES = ("/", "./", "../", "~")
 MAX_MODEL_ID = 4096  # characters: PATH_MAX (a Hub id has at most 96)
 MAX_NAME = 255  # characters of one folder name (NAME_MAX), or of a Hub id's owner or name
 MAX_REVISION = 255  # a branch, tag or commit sha
+MAX_JOB_ID = 64  # characters of a typed job id (the store's are 24)
+KINDS = {EVAL: "Full evaluation", QUICK: "Quick estimate"}  # what the submission form offers (job kinds)
 
 
 class Rejected(Exception):
@@ -110,14 +112,25 @@ def submitter(profile: Any, policy: Policy) -> str:
 
 
 def validate(
-    model_id: str, revision: str, *, user: str, api: Any, store: Store, policy: Policy, released: str = ""
+    model_id: str,
+    revision: str,
+    *,
+    user: str,
+    api: Any,
+    store: Store,
+    policy: Policy,
+    released: str = "",
+    kind: str = EVAL,
 ) -> Accepted:
     """Every check before enqueueing; raises Rejected with the first failure's message. The form of what was
     typed is checked first, before any file-system, database or Hub call (:func:`check_form`).
 
     ``released``: the model's release date as the submitter gives it (YYYY-MM-DD, optional); without it a Hub
     model's is its repository's creation date. "Fresh after release" counts the pool items accepted after it.
+    ``kind``: ``EVAL`` (Full) or ``QUICK`` (an estimate of Full from the anchor items, refused for a model that
+    has a full evaluation, pending, running or finished, or a quick one).
     """
+    check_kind(kind)
     model_id, revision = check_form(model_id, revision)
     if not model_id:
         raise Rejected("Enter a model id, e.g. Qwen/Qwen2.5-0.5B-Instruct.")
@@ -131,9 +144,19 @@ def validate(
     else:
         accepted = _check_hub(model_id, revision or "main", api, policy)
     duplicate = store.find(accepted.model, accepted.revision, policy.protocol)
+    if duplicate is None and kind == QUICK:
+        duplicate = store.find_quick(accepted.model, accepted.revision, policy.protocol)
     if duplicate:
-        raise Rejected(_duplicate_message(duplicate))
+        raise Rejected(_duplicate_message(duplicate, kind))
     return dataclasses.replace(accepted, released=given or accepted.released)
+
+
+def check_kind(kind: str) -> str:
+    """A job kind the form offers (:data:`KINDS`), or Rejected naming them."""
+    if kind not in KINDS:
+        offered = ", ".join(f"{k!r} ({label})" for k, label in KINDS.items())
+        raise Rejected(f"The kind of evaluation is one of {offered}, not {forms.shown(str(kind))}.")
+    return kind
 
 
 def _check_released(text: str) -> str | None:
@@ -166,15 +189,52 @@ def check_form(model_id: str | None, revision: str | None) -> tuple[str, str]:
     return model_id, revision
 
 
-def enqueue(accepted: Accepted, *, user: str, store: Store, policy: Policy) -> Job:
-    """Submit; a concurrent duplicate, or a submission past the rate limit, is refused here atomically."""
+def enqueue(
+    accepted: Accepted, *, user: str, store: Store, policy: Policy, kind: str = EVAL, meta: dict[str, Any] | None = None
+) -> Job:
+    """Submit a job of ``kind``; a concurrent duplicate, or a submission past the rate limit, is refused here
+    atomically. ``meta``: added to the accepted model's."""
     limit = {"rate_limit": policy.rate_limit, "rate_window_s": policy.rate_window_s} if policy.hosted else {}
+    meta = accepted.meta() | (meta or {})
     try:
-        return store.submit(accepted.model, accepted.revision, policy.protocol, user, accepted.meta(), **limit)
+        return store.submit(accepted.model, accepted.revision, policy.protocol, user, meta, kind=kind, **limit)
     except DuplicateError as err:
-        raise Rejected(_duplicate_message(err.job)) from err
+        raise Rejected(_duplicate_message(err.job, kind)) from err
     except RateLimited as err:
         raise Rejected(_rate_limit_message(policy)) from err
+
+
+def upgrade(job_id: str | None, *, user: str, store: Store, policy: Policy) -> Job:
+    """Queue the full evaluation of a finished quick job's model at its revision (validated when the quick job
+    was submitted); its row replaces the estimate on the board when it lands. Rejected: no such job, not a
+    finished quick job, or a full evaluation already live."""
+    try:
+        job_id = forms.checked("job id", job_id, max_chars=MAX_JOB_ID)
+    except forms.FormError as err:
+        raise Rejected(str(err)) from None
+    if not job_id:
+        raise Rejected("Enter the job id of a finished quick estimate to upgrade it to a full evaluation.")
+    quick = store.get(job_id)
+    if quick is None:
+        raise Rejected(f"No job {forms.shown(job_id)}.")
+    if quick.kind != QUICK:
+        raise Rejected(f"Job {quick.id} is not a quick estimate: there is nothing to upgrade.")
+    if quick.status != FINISHED:
+        raise Rejected(
+            f"Job {quick.id} is {quick.status}: a quick estimate is upgraded once it has FINISHED; or submit "
+            f"{quick.model} for a full evaluation."
+        )
+    meta = {k: v for k, v in quick.meta.items() if k != "estimate"}
+    accepted = Accepted(
+        quick.model,
+        quick.revision,
+        meta.get("params_b", 0.0),
+        meta.get("family", ""),
+        path=meta.get("path"),
+        gated=bool(meta.get("gated")),
+        released=meta.get("released"),
+    )
+    return enqueue(accepted, user=user, store=store, policy=policy, meta={"upgrades": quick.id})
 
 
 def _rate_limit_message(policy: Policy) -> str:
@@ -182,10 +242,22 @@ def _rate_limit_message(policy: Policy) -> str:
     return f"Rate limit: {policy.rate_limit} submissions per {hours:g} h per user; try again later."
 
 
-def _duplicate_message(job: Job) -> str:
+def _duplicate_message(job: Job, kind: str = EVAL) -> str:
+    """Why a submission of ``kind`` is refused, ``job`` being the live one of its key."""
+    where = f"{job.model} at {job.revision[:12]} under protocol {job.protocol}"
+    if job.kind == QUICK:
+        return (
+            f"A quick estimate of {where} is already {job.status} as job {job.id}. Once it has finished, upgrade it "
+            "to a full evaluation with **Upgrade to a full run** (job id in the box below the form)."
+        )
+    if kind == QUICK:
+        return (
+            f"{where} already has a full evaluation, {job.status} as job {job.id}: its Full "
+            f"{'is' if job.status == FINISHED else 'will be'} on the board; a quick estimate would only approximate it."
+        )
     return (
-        f"{job.model} at {job.revision[:12]} under protocol {job.protocol} is already {job.status} "
-        f"as job {job.id}; follow it in the Queue tab. Only a FAILED evaluation can be resubmitted."
+        f"{where} is already {job.status} as job {job.id}; follow it in the Queue tab. Only a FAILED "
+        "evaluation can be resubmitted."
     )
 
 

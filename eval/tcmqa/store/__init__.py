@@ -32,6 +32,8 @@ the connection core:
     tcmqa.store.outcomes    each run's per-item correctness as bitmaps (what the board counts)
     tcmqa.store.pool        the fresh pool: written items, their blind answers and reviews, the event log
     tcmqa.store.backfill    back-fill jobs: the hidden pool evaluated again for a finished evaluation's row
+    tcmqa.store.quick       quick jobs' estimates of Full and the anchor sets they use, apart from the results
+    tcmqa.store.adjudication  key adjudication: suspect items put to reviewers, their verdicts
 """
 
 from __future__ import annotations
@@ -41,10 +43,11 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from tcmqa.store.adjudication import AdjudicationStore
 from tcmqa.store.admin import AdminStore
 from tcmqa.store.backfill import BackfillStore
 from tcmqa.store.core import _MIGRATE_LOCK, store_url
-from tcmqa.store.jobs import BACKFILL, EVAL, FAILED, FINISHED, LIVE, PENDING, RUNNING, Job, new_job
+from tcmqa.store.jobs import BACKFILL, EVAL, FAILED, FINISHED, LIVE, PENDING, QUICK, RUNNING, Job, new_job
 from tcmqa.store.keys import KeysStore
 from tcmqa.store.migrations import MIGRATIONS
 from tcmqa.store.outbox import OutboxStore, Publication
@@ -52,6 +55,7 @@ from tcmqa.store.outcomes import Outcome, OutcomesStore
 from tcmqa.store.pool import FreshItem, PoolRefused, PoolStore, WrittenItem
 from tcmqa.store.practice import DailyCapReached, PracticeStore
 from tcmqa.store.queue import DuplicateError, QueueStore, RateLimited
+from tcmqa.store.quick import QuickStore
 from tcmqa.store.results import IMPORTED_USER, PROBES_CACHE, ResultsStore
 from tcmqa.store.tables import (
     jobs_t,
@@ -77,6 +81,7 @@ __all__ = [
     "MIGRATIONS",
     "PENDING",
     "PROBES_CACHE",
+    "QUICK",
     "RUNNING",
     "DailyCapReached",
     "DuplicateError",
@@ -107,7 +112,17 @@ __all__ = [
 
 
 class Store(
-    QueueStore, ResultsStore, OutboxStore, PracticeStore, KeysStore, AdminStore, OutcomesStore, PoolStore, BackfillStore
+    QueueStore,
+    ResultsStore,
+    OutboxStore,
+    PracticeStore,
+    KeysStore,
+    AdminStore,
+    OutcomesStore,
+    PoolStore,
+    BackfillStore,
+    QuickStore,
+    AdjudicationStore,
 ):
     """The queue, results, outputs and publication outbox in one SQL database (SQLite or PostgreSQL).
 

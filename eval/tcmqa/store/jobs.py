@@ -24,7 +24,8 @@ from tcmqa.store.tables import jobs_t
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
 LIVE = (PENDING, RUNNING, FINISHED)  # a (model, revision, protocol) in one of these is not resubmittable
 EVAL, BACKFILL = "eval", "backfill"  # a submission; the hidden pool only, for a finished evaluation's row
-CLAIM_ORDER = {EVAL: 0, BACKFILL: 1}  # a back-fill is claimed only when no submission waits
+QUICK = "quick"  # a submission of the anchor items only: an estimate of Full (tcmqa.quick_anchors)
+CLAIM_ORDER = {EVAL: 0, QUICK: 0, BACKFILL: 1}  # a back-fill is claimed only when no submission waits
 
 
 @dataclasses.dataclass
@@ -33,8 +34,9 @@ class Job:
 
     ``updated_at`` moves with every write (heartbeats included); ``status_at`` only when the status changes.
     ``retries`` counts transient failures (the Hub down, ...), which cost no attempt; a PENDING job is not
-    claimed before ``not_before``. ``kind`` is ``EVAL`` (a submission) or ``BACKFILL`` (its meta names the
-    finished job, ``of``, whose row gets the current pool's fresh columns).
+    claimed before ``not_before``. ``kind`` is ``EVAL`` (a submission), ``QUICK`` (a submission evaluated on the
+    anchor items only; its estimate of Full goes into its meta, ``estimate``, never into the results) or
+    ``BACKFILL`` (its meta names the finished job, ``of``, whose row gets the current pool's fresh columns).
     """
 
     id: str
@@ -133,7 +135,8 @@ class JobRows(StoreCore):
             for row in rows
         ]
 
-    def _live(self, conn: Connection, model: str, revision: str, protocol: str) -> Job | None:
+    def _live(self, conn: Connection, model: str, revision: str, protocol: str, kind: str = EVAL) -> Job | None:
+        """The job of ``kind`` (a submission by default) of this key that is pending, running or finished."""
         row = (
             conn.execute(
                 sa.select(jobs_t).where(
@@ -141,7 +144,7 @@ class JobRows(StoreCore):
                     jobs_t.c.revision == revision,
                     jobs_t.c.protocol == protocol,
                     jobs_t.c.status != FAILED,
-                    jobs_t.c.kind == EVAL,
+                    jobs_t.c.kind == kind,
                 )
             )
             .mappings()

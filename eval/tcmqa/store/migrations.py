@@ -19,6 +19,8 @@ from tcmqa.store.tables import (
     _PRACTICE_TABLES_5,
     FRESH_TABLES,
     _partial_index,
+    adjudication_reviews_t,
+    adjudications_t,
     item_keys_t,
     jobs_t,
     outcomes_t,
@@ -202,6 +204,12 @@ def _migration_12(conn: Connection, store: Store) -> None:
     pool_outputs_t.create(conn, checkfirst=True)
 
 
+def _migration_13(conn: Connection, store: Store) -> None:
+    """Key adjudication: the suspect items the study lead assigned to reviewers, and their verdicts."""
+    for table in (adjudications_t, adjudication_reviews_t):
+        table.create(conn, checkfirst=True)  # with their indexes
+
+
 MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_1,
     _migration_2,
@@ -215,4 +223,5 @@ MIGRATIONS: list[Callable[[Connection, Store], None]] = [
     _migration_10,
     _migration_11,
     _migration_12,
+    _migration_13,
 ]  # version i+1 = MIGRATIONS[i]

@@ -24,13 +24,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from tcmqa.store.core import _SUBMIT_LOCK
-from tcmqa.store.jobs import CLAIM_ORDER, FAILED, FINISHED, PENDING, RUNNING, Job, JobRows, new_job
+from tcmqa.store.jobs import CLAIM_ORDER, EVAL, FAILED, FINISHED, PENDING, QUICK, RUNNING, Job, JobRows, new_job
 from tcmqa.store.results import _jsonable
 from tcmqa.store.tables import jobs_t, outcomes_t, outputs_t, pool_outputs_t, probes_t, publications_t, results_t
 
 
 class DuplicateError(Exception):
-    """The same (model, revision, protocol) is already pending, running or finished."""
+    """The same (model, revision, protocol) is already pending, running or finished (``job``: that one; for a
+    quick submission, a full evaluation of the key counts too: it makes the estimate pointless)."""
 
     def __init__(self, job: Job):
         super().__init__(f"{job.model}@{job.revision[:12]} ({job.protocol}) is already {job.status}: job {job.id}")
@@ -72,20 +73,26 @@ class QueueStore(JobRows):
         *,
         rate_limit: int | None = None,
         rate_window_s: float = 86400,
+        kind: str = EVAL,
     ) -> Job:
-        """Enqueue a PENDING job, or raise DuplicateError pointing at the live one, or RateLimited.
+        """Enqueue a PENDING job of ``kind`` (``EVAL`` or ``QUICK``), or raise DuplicateError pointing at the live
+        one (for ``QUICK``: a live full evaluation, else a live quick one), or RateLimited.
 
         The rate-limit count, the duplicate check and the insert are one serialized transaction.
         """
+        if kind not in (EVAL, QUICK):
+            raise ValueError(f"a submission is of kind {EVAL!r} or {QUICK!r}, not {kind!r}")
         try:
             with self._write() as conn:
                 self._lock(conn, _SUBMIT_LOCK)
-                job = new_job(model, revision, protocol, user, meta, now=self._now(conn))
+                job = dataclasses.replace(new_job(model, revision, protocol, user, meta, now=self._now(conn)), kind=kind)
                 if rate_limit is not None:
                     count = _count_since(conn, user, job.submitted_at - rate_window_s)
                     if count >= rate_limit:
                         raise RateLimited(count, rate_limit, rate_window_s)
                 live = self._live(conn, model, revision, protocol)
+                if kind == QUICK:
+                    live = live or self._live(conn, model, revision, protocol, QUICK)
                 if live:
                     raise DuplicateError(live)
                 conn.execute(sa.insert(jobs_t).values(**self._values(job)))

@@ -272,3 +272,33 @@ sa.Index("fresh_reviews_by_reviewer", fresh_reviews_t.c.reviewer)
 sa.Index("fresh_items_by_state", fresh_items_t.c.state)
 sa.Index("fresh_events_by_item", fresh_events_t.c.item_id, fresh_events_t.c.id)
 FRESH_TABLES = (fresh_items_t, fresh_reviews_t, fresh_events_t)  # came with migration 9
+
+
+# Key adjudication (tcmqa.store.adjudication; migration 13): the suspect items the study lead put to reviewers, as
+# they stood when assigned, and each reviewer's verdict.
+adjudications_t = sa.Table(
+    "adjudications",
+    _meta,
+    sa.Column("item_id", _T, primary_key=True),
+    sa.Column("old_key", _T, nullable=False),  # the key's sorted letters when assigned, "BD"
+    sa.Column("corpus_revision", _T, nullable=False),  # the scored items' data fingerprint it was assigned on
+    sa.Column("rank", sa.Integer, nullable=False),  # its rank in the suspect list then
+    sa.Column("evidence", _T, nullable=False),  # JSON: the suspect list's row and the practitioners' comments
+    sa.Column("assigned_by", _T, nullable=False),
+    sa.Column("assigned_at", _F, nullable=False),
+)
+adjudication_reviews_t = sa.Table(
+    "adjudication_reviews",
+    _meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("item_id", _T, nullable=False),
+    sa.Column("reviewer", _T, nullable=False),
+    sa.Column("assigned_by", _T, nullable=False),
+    sa.Column("assigned_at", _F, nullable=False),
+    sa.Column("verdict", _T),  # one of tcmqa.errata.VERDICTS; NULL: not given yet
+    sa.Column("new_key", _T),  # a wrong key's right letters, "BD"
+    sa.Column("comment", _T),
+    sa.Column("decided_at", _F),
+)
+sa.Index("adjudication_review_once", adjudication_reviews_t.c.item_id, adjudication_reviews_t.c.reviewer, unique=True)
+sa.Index("adjudication_reviews_by_reviewer", adjudication_reviews_t.c.reviewer)

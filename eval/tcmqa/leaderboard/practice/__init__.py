@@ -36,6 +36,7 @@ The package is split by concern; :class:`Practice` is composed once, here, from 
     tcmqa.leaderboard.practice.admin       progress, exclusions, slots, the export in the platform's format
     tcmqa.leaderboard.practice.console     the study lead's tables: practitioners, flagged items, slots
     tcmqa.leaderboard.practice.pool        the fresh pool's rules over this corpus, the lead's tables of the pool
+    tcmqa.leaderboard.practice.adjudication  key adjudication: the suspect list, reviewers, verdicts, the errata
     tcmqa.leaderboard.practice.text        the Markdown of the Practitioners tab
 """
 
@@ -46,6 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tcmqa.leaderboard.practice.adjudication import PracticeAdjudication
 from tcmqa.leaderboard.practice.admin import PLATFORM_NUMBER
 from tcmqa.leaderboard.practice.assignment import (
     MAX_COMMENT,
@@ -83,7 +85,7 @@ __all__ = [
 ]
 
 
-class Practice(PracticeAssignment, PracticeConsole, PracticePool):
+class Practice(PracticeAssignment, PracticeConsole, PracticePool, PracticeAdjudication):
     """Practitioner mode over one store and one corpus.
 
     ``items``: corpus rows; ``imported``: the imported study's response rows (rows whose ``source`` is
