@@ -100,7 +100,7 @@ def test_lm_eval_task_scores_with_the_metric():
     assert core.letter_logprobs(logliks) == dict(zip(LETTERS, logliks))
     assert core.logprob_scores({"answer": ["B"], "answer_type": "single"}, logliks) == {"lp_full": 1.0}
     assert core.logprob_scores({"answer": ["C"], "answer_type": "single"}, logliks) == {"lp_full": 0.0}
-    assert core.mean_defined([1.0, None, 0.0, float("nan")]) == 0.5
+    assert core.average_applicable([1.0, None, 0.0, float("nan")]) == 0.5
 
 
 def test_lighteval_task_module_reads_the_tree_asked_for(sample_tree, monkeypatch):

@@ -5,7 +5,7 @@ leaves them), each with ``in_subset``: whether it is in the practitioners' compa
 ``tcmqa_metric.score`` on one item, the call ``tcmqa.outputs.build_rows`` makes: the generative channel
 reads the text with ``parse_text``; the log-prob channel takes the letter of highest log-likelihood
 (``tcmqa.outputs.lp_prediction``, the first on a tie). A score that does not apply to an item (Single on a
-multi-answer item, Subset outside the subset) is None, and :func:`mean_defined` leaves it out.
+multi-answer item, Subset outside the subset) is None, and :func:`average_applicable` leaves it out.
 """
 
 from __future__ import annotations
@@ -93,7 +93,9 @@ def logprob_scores(doc: Mapping[str, Any], logliks: Sequence[float]) -> dict[str
     return {"lp_full": float(score([prediction], [list(doc["answer"])], [doc["answer_type"]])["exact_match"])}
 
 
-def mean_defined(values: Iterable[float | None]) -> float:
-    """The mean over the items a score applies to (None left out); nan over none."""
+def average_applicable(values: Iterable[float | None]) -> float:
+    """The mean over the items a score applies to (None left out); nan over none. Not named *mean*: lighteval takes
+    an aggregation so named for a plain mean and computes its stderr as one, which fails on the None; it bootstraps
+    the stderr of others (in worker processes: the function must be importable, as here)."""
     kept = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     return sum(kept) / len(kept) if kept else math.nan

@@ -69,18 +69,12 @@ class Logprob(SampleLevelComputation):
         return core.logprob_scores(doc.specific, list(model_response.logprobs))["lp_full"]
 
 
-def average_defined(values: list[float | None]) -> float:
-    """:func:`tcmqa.tasks.core.mean_defined`. Not named *mean*: lighteval computes the stderr of an aggregation so
-    named as a plain mean's, which fails on the None of items a score does not apply to (it bootstraps others)."""
-    return core.mean_defined(values)
-
-
 GENERATIVE = SampleLevelMetricGrouping(
     metric_name=list(core.GENERATIVE_METRICS),
     higher_is_better=dict.fromkeys(core.GENERATIVE_METRICS, True),
     category=SamplingMethod.GENERATIVE,
     sample_level_fn=Generative(),
-    corpus_level_fn=dict.fromkeys(core.GENERATIVE_METRICS, average_defined),
+    corpus_level_fn=dict.fromkeys(core.GENERATIVE_METRICS, core.average_applicable),
 )
 (LP_FULL,) = core.LOGPROB_METRICS
 LOGPROB = SampleLevelMetric(
@@ -88,7 +82,7 @@ LOGPROB = SampleLevelMetric(
     higher_is_better=True,
     category=SamplingMethod.LOGPROBS,
     sample_level_fn=Logprob(),
-    corpus_level_fn=average_defined,
+    corpus_level_fn=core.average_applicable,
 )
 
 _COMMON: dict[str, Any] = {

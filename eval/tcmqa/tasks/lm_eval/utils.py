@@ -37,5 +37,5 @@ def process_loglikelihood(doc: dict, results: list[tuple[float, bool]]) -> dict:
     return core.logprob_scores(doc, [loglik for loglik, _ in results])
 
 
-def mean_defined(values: list) -> float:
-    return core.mean_defined(values)
+def average_applicable(values: list) -> float:
+    return core.average_applicable(values)
