@@ -67,7 +67,7 @@ def test_compare_model_and_plots_tabs(tmp_path: Path, sample_tree: Path) -> None
             expect(summary).to_contain_text(f"B only {len(b_only):,}")
             expect(summary).to_contain_text("Cohen's κ")
             expect(page.locator("#compare-outcomes").get_by_test_id("cell-0-1")).to_have_text(str(both))
-            expect(page.locator("#compare-domains")).to_contain_text("diagnosis_patterns")
+            expect(page.locator("#compare-domains")).to_contain_text("Diagnosis and patterns")  # by name
             items = page.locator("#compare-items")
             expect(items.get_by_test_id("cell-0-1")).to_have_text("A")
             page.screenshot(path=SHOTS / "compare.png", full_page=True)

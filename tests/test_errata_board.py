@@ -6,6 +6,8 @@ revision it is on; a row without outputs is marked as not rescored."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -13,9 +15,11 @@ import pytest
 
 from tcmqa.build import build
 from tcmqa.data import load_config
+from tcmqa.ingest import majority
 from tcmqa.leaderboard.board import COMPARABLE, COMPARISON, OTHER_DATA, Board, served_fingerprint
 from tcmqa.leaderboard.compare import Comparator
 from tcmqa.leaderboard.model_page import ModelPages
+from tcmqa.leaderboard.practice import PracticeLoader
 from tcmqa.leaderboard.rescored import KEY_REVISION, NOT_RESCORED, Rescorer
 from tcmqa.prompts import PROTOCOL
 from tcmqa.simulate import SimulationConfig, simulate
@@ -29,7 +33,19 @@ MODELS = pd.DataFrame(
 )  # fmt: skip
 
 
-def test_errata_board_and_model_page_rescore_stored_predictions(tmp_path):
+@dataclass
+class Planted:
+    """Runs recorded on the keys as first published, then a tree rebuilt with errata on the planted wrong keys:
+    ``errata[-1]`` drops an item of the study's subset, the others correct a key (some in the subset too)."""
+
+    sim: Path
+    store: SQLiteStore
+    rebuilt: Path
+    served: str
+    errata: list[dict]
+
+
+def planted(tmp_path: Path) -> Planted:
     sim = simulate(tmp_path / "sim", SimulationConfig(n_items=800, n_raters=12, n_responses=1600, swapped_keys=0.05,
                    seed=5), MODELS)  # fmt: skip
     before = load_study(sim / "data").data_fingerprint
@@ -42,10 +58,11 @@ def test_errata_board_and_model_page_rescore_stored_predictions(tmp_path):
         assert job is not None and store.finish(job, row, sorted((run / "outputs").glob("*.parquet")))
     store.import_results([{"model": "org/outputs-elsewhere", "family": "F", "full": 61.0, "coverage": 100.0,
                            "protocol": PROTOCOL, "revision": "b" * 40, "data_fingerprint": before}])  # fmt: skip
-    # errata on the planted wrong keys (one dropped), then the next tree
+    # errata on the planted wrong keys (one of the subset's dropped), then the next tree
     planted = pq.read_table(sim / "raw" / "planted.parquet").to_pandas().set_index("item_id")
     corpus = {r["id"]: r for r in load_config(sim / "data", "corpus") if not r["flagged"]}
-    swapped = [i for i in corpus if planted.at[i, "swapped"]]
+    subset = {r["item_id"] for r in load_config(sim / "data", "subset")}
+    swapped = sorted((i for i in corpus if planted.at[i, "swapped"]), key=lambda i: i not in subset)
     base = {"reviewers": ["S1", "S2"], "decided_date": "2026-12-01", "corpus_revision": before}
     errata = [{"item_id": i, "verdict": "wrong_key", "old_key": corpus[i]["answer"],
                "new_key": list(planted.at[i, "answer"]), **base} for i in swapped[1:]]  # fmt: skip
@@ -59,7 +76,12 @@ def test_errata_board_and_model_page_rescore_stored_predictions(tmp_path):
     )
     served = served_fingerprint(str(rebuilt))
     assert served != before
+    return Planted(sim, store, rebuilt, served, errata)
 
+
+def test_errata_board_and_model_page_rescore_stored_predictions(tmp_path):
+    p = planted(tmp_path)
+    sim, store, rebuilt, served, errata = p.sim, p.store, p.rebuilt, p.served, p.errata
     board = Board(store, data_fingerprint=served, rescorer=Rescorer(store, str(rebuilt), served))
     frame = board.frame().set_index("Model")
     fixed = {r["id"]: r for r in load_config(rebuilt, "corpus") if not r["flagged"]}
@@ -89,3 +111,36 @@ def test_errata_board_and_model_page_rescore_stored_predictions(tmp_path):
     shown = (page.by_consensus["n"] * page.by_consensus["model %"]).sum() / page.by_consensus["n"].sum()
     assert shown == pytest.approx(100 * expected["exact_match"], abs=0.1)
     assert f"{len(errata)} errata applied" in page.summary()
+
+
+def test_errata_subset_and_delta_human_rescored_on_the_corrected_keys(tmp_path):
+    """The board's Subset, the practitioners' reference and Δ human of a rescored run, with the study pinned to the
+    tree before the errata and a corrected and a dropped item in its subset, equal the metric and the majority
+    on the corrected keys from scratch: the dropped item out, the corrected one scored again on both sides."""
+    p = planted(tmp_path)
+    old_subset = {r["item_id"] for r in load_config(p.sim / "data", "subset")}
+    dropped = p.errata[-1]["item_id"]
+    assert dropped in old_subset and any(e["item_id"] in old_subset for e in p.errata[:-1])
+    practice = PracticeLoader(str(p.rebuilt), p.store, study=str(p.sim / "data")).get()
+    board = Board(
+        p.store, data_fingerprint=p.served, practice=practice, rescorer=Rescorer(p.store, str(p.rebuilt), p.served)
+    )
+    frame = board.frame().set_index("Model")
+
+    fixed = {r["id"]: r for r in load_config(p.rebuilt, "corpus") if not r["flagged"]}
+    items = old_subset & set(fixed)  # the subset on the served keys: the dropped item out
+    responses = pd.DataFrame(load_config(p.sim / "data", "responses").to_list())
+    responses = responses[responses["item_id"].isin(list(items))]
+    right = responses.assign(
+        right=[list(s) == list(fixed[i]["answer"]) for i, s in zip(responses["item_id"], responses["selected"])]
+    )
+    votes = right.groupby("item_id")["right"].agg(["sum", "count"])
+    human = {i: majority(int(r["sum"]), int(r["count"])) for i, r in votes.iterrows()}
+    for run in sorted((p.sim / "runs").iterdir()):
+        outputs = pq.read_table(sorted((run / "outputs").glob("*.parquet"))).to_pandas()
+        on = outputs[outputs["item_id"].isin(list(human))]
+        expected = score(["".join(x) for x in on["prediction"]], ["".join(fixed[i]["answer"]) for i in on["item_id"]])
+        reference = 100 * sum(human[i] for i in on["item_id"]) / len(on)
+        model = outputs["model"].iloc[0]
+        assert frame.at[model, "Subset"] == pytest.approx(100 * expected["exact_match"], abs=0.005)
+        assert frame.at[model, "Δ human"] == pytest.approx(100 * expected["exact_match"] - reference, abs=0.01)

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from gradio_calls import Page
-from space_fixtures import hub_models, launch, local_settings
+from space_fixtures import BROWSER, SHOTS, hub_models, launch, local_settings, open_chromium
 
 from tcmqa.build import build
 from tcmqa.cli import main as cli_main
@@ -241,3 +241,65 @@ def test_adjudication_stranger_and_unassigned_practitioner_get_nothing(space: Sp
             assert not leaked, (who, api_name, leaked)
     assert len(space.store.adjudications(item_id=item)[0]["reviews"]) == 2  # nobody was added
     assert [r["verdict"] for r in space.store.adjudications(item_id=item)[0]["reviews"]] == ["wrong_key", None]
+
+
+def shoot(page: Any, selector: str, name: str) -> None:
+    """A screenshot of one part of the page, cut from the whole page (the Space's timers re-render it, so an
+    element never holds still long enough for an element screenshot)."""
+    page.wait_for_timeout(500)
+    box = page.evaluate(
+        "s => { const r = document.querySelector(s).getBoundingClientRect();"
+        " return {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}; }",
+        selector,
+    )
+    page.screenshot(path=SHOTS / name, full_page=True, clip=box)
+
+
+@BROWSER[0]
+@BROWSER[1]
+def test_adjudication_browser_suspect_list_and_evidence_after_the_verdict(space: Space) -> None:
+    """In Chromium: the study lead's suspect list in the console; a reviewer's item before and after the verdict
+    (the evidence appears only then). Screenshots: adjudication-01-suspects, -02-before, -03-after."""
+    from playwright.sync_api import expect, sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    item = _free(space, space.suspects(), True, set())
+    assert "✅" in space.assign(item, MA, WU)
+    with sync_playwright() as p:
+        browser = open_chromium(p)
+        lead = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
+        lead.set_default_timeout(90_000)  # a busy CI machine: the Space's page is slow to settle
+        lead.goto(space.url)
+        lead.get_by_role("tab", name="Practitioners").click()
+        lead.locator("#practice-name textarea, #practice-name input").first.fill(LEAD)
+        lead.locator("#practice-key input, #practice-key textarea").first.fill(TOKEN)
+        lead.locator("#practice-start").click()
+        expect(lead.locator("#practice-note")).to_contain_text("study lead", timeout=30_000)
+        lead.locator("#adjudication-suspects-refresh").click()
+        expect(lead.locator("#adjudication-suspects")).to_contain_text("chose", timeout=60_000)
+        expect(lead.locator("#adjudication-table")).to_contain_text(item)
+        shoot(lead, "#adjudication-console", "adjudication-01-suspects.png")
+        lead.close()  # one page's timers at a time
+
+        reviewer = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
+        reviewer.set_default_timeout(90_000)
+        reviewer.goto(space.url)
+        reviewer.get_by_role("tab", name="Practitioners").click()
+        reviewer.locator("#practice-name textarea, #practice-name input").first.fill(MA)
+        reviewer.locator("#practice-key input, #practice-key textarea").first.fill(space.keys[MA])
+        reviewer.get_by_text("Adjudicate keys").click()
+        reviewer.locator("#adjudication-open-id textarea, #adjudication-open-id input").first.fill(item)
+        reviewer.locator("#adjudication-open").click()
+        expect(reviewer.locator("#adjudication-text")).to_contain_text("Published key", timeout=30_000)
+        shown = reviewer.locator("#adjudication-review").inner_text()
+        assert not [m for m in EVIDENCE_MARKS if m.strip() in shown], shown
+        reviewer.locator("#adjudication-verdict").get_by_text("Wrong key").click()
+        for letter in space.planted.at[item, "answer"]:
+            reviewer.locator("#adjudication-new-key").get_by_text(letter, exact=True).click()
+        reviewer.locator("#adjudication-comment textarea").fill("教材所載答案為他項")
+        shoot(reviewer, "#adjudication-review", "adjudication-02-before.png")
+        reviewer.locator("#adjudication-save").click()
+        expect(reviewer.locator("#adjudication-evidence")).to_contain_text("Why it ranks here", timeout=30_000)
+        expect(reviewer.locator("#adjudication-note")).to_contain_text("Verdict saved")
+        shoot(reviewer, "#adjudication-review", "adjudication-03-after.png")
+        browser.close()

@@ -148,6 +148,8 @@ def test_outcome_filter_against_the_planted_model(explorer: Explorer) -> None:
             "domain": "中醫五官科學",
             "consensus": "3/3",
             "model outcome": "practitioners right, model wrong",
+            "difficulty": "",  # no scale fitted here
+            "discrimination": "",
         }
     ]
     off_subset = explorer.browse(browse.Filters(search="痈的初期"), MODEL).rows  # item 24: unrated, model right

@@ -67,7 +67,7 @@ def test_fresh_browser_write_review_console_board(tmp_path: Path, demo_tree: Pat
             for letter, text in zip("abcde", [OPTIONS[0], OPTIONS[0], *OPTIONS[2:]], strict=True):
                 fill(writer, f"fresh-option-{letter}", text)
             fill(writer, "fresh-explanation", EXPLANATION)
-            writer.locator("#fresh-domains").get_by_text("(internal_medicine)").click()
+            writer.locator("#fresh-domains").get_by_text("Internal medicine").click()
             writer.locator("#fresh-difficulty").get_by_text("3", exact=True).click()
             writer.locator("#fresh-submit").click()
             expect(writer.locator("#fresh-error-option-b")).to_contain_text("repeats option A", timeout=30_000)

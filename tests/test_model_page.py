@@ -13,6 +13,7 @@ import pytest
 from test_compare import record_run
 
 from tcmqa.data import load_config
+from tcmqa.leaderboard import lang
 from tcmqa.leaderboard.compare import Comparator
 from tcmqa.leaderboard.model_page import PRACTITIONERS, ModelPages, model_page
 from tcmqa.leaderboard.practice import PracticeLoader
@@ -49,10 +50,13 @@ def _row(frame: pd.DataFrame, key: str, value) -> list:
 def test_model_page_by_domain_against_the_practitioners(page) -> None:
     assert (page.n_items, page.n_subset) == (7, 6)  # x1 is not in the subset
     # MM: s1 s2 s5 s6 -> model 2/4, majority 4/4; IM: s2 s3 s6 -> 1/3, 2/3; s4 has no domain
-    assert _row(page.by_domain, "domain", MM) == [MM, "中藥本草學", 4, 50.0, 100.0]
-    assert _row(page.by_domain, "domain", IM) == [IM, "中醫內科學", 3, 33.3, 66.7]
-    assert _row(page.by_domain, "domain", "unrated") == ["unrated", "未分類", 1, 0.0, 0.0]
-    assert _row(page.by_domain, "domain", "regulation") == ["regulation", "中醫法規", 0, None, None]
+    assert _row(page.by_domain, "domain", MM) == [MM, 4, 50.0, 100.0]
+    assert _row(page.by_domain, "domain", IM) == [IM, 3, 33.3, 66.7]
+    assert _row(page.by_domain, "domain", "unrated") == ["unrated", 1, 0.0, 0.0]
+    assert _row(page.by_domain, "domain", "regulation") == ["regulation", 0, None, None]
+    # the page shows the domains by name, in the caller's language (tcmqa.leaderboard.lang)
+    shown = lang.domain_names(page.by_domain)["domain"].tolist()
+    assert "Materia medica" in shown and "unrated" in shown and MM not in shown
     assert len(page.by_domain) == 11  # the ten domains in the paper's order, then the unrated items
 
 
@@ -84,7 +88,7 @@ def test_model_page_figures_are_the_papers_drawings_of_one_model(page) -> None:
     lines = {line.get_label(): line for line in radar.get_lines()}
     assert set(lines) == {PRACTITIONERS, "org/m"}
     # the domains the subset items have, in the paper's order; the radar closes on its first point
-    assert [t.get_text() for t in radar.get_xticklabels()] == ["materia medica", "internal medicine"]
+    assert [t.get_text() for t in radar.get_xticklabels()] == ["Materia medica", "Internal medicine"]  # by name
     assert list(lines["org/m"].get_ydata()) == [50.0, 33.3, 50.0]
     assert list(lines[PRACTITIONERS].get_ydata()) == [100.0, 66.7, 100.0]
     ax = page.difficulty_figure().axes[0]

@@ -4,6 +4,8 @@
   and the page itself resumes at item six; every response the server sends is searched for the answers;
 * the keyboard flow (A-E, 1-5, a domain, Enter) through a small block, the inline errors for a missing
   answer, difficulty or domain, the item controls leaving at the block's end, and the item-by-item review;
+* a whole block by keyboard alone: the name typed and Enter to start, letters, difficulty and domains by
+  their keys, Enter to submit (``-k keyboard_only``); blocks read from 1;
 * pause and resume across a reload: the button shows the state the server holds, and the stored
   response's seconds and seconds paused are the time worked and the time paused;
 * the study lead's console: admins only, exclude and re-include with a reason.
@@ -100,7 +102,7 @@ def test_practitioner_browser_answers_reloads_and_resumes(tmp_path: Path, multi_
                 expect(group).to_be_visible()
                 for letter in item["answer"] if n != 3 else wrong_answer(item["answer"]):
                     group.get_by_text(f"{letter}. {item['options'][letter]}", exact=True).click()
-                page.locator("#practice-domains").get_by_text("中藥本草學 (materia_medica)").click()
+                page.locator("#practice-domains").get_by_text(DOMAIN).click()
                 page.locator("#practice-difficulty").get_by_text(str(1 + n % 5), exact=True).click()
                 if n == 2:
                     page.locator("#practice-flag input").check()
@@ -171,7 +173,7 @@ def sign_in(page: Any, name: str, confirm: bool = True, key: str = "") -> None:
     page.locator("#practice-start").click()
 
 
-DOMAIN = "中藥本草學 (materia_medica)"
+DOMAIN = "J · Materia medica"  # its key and its name (the browser reads English)
 
 
 def keyboard_answer(page: Any, item: dict, letters: list[str], difficulty: int, domain: bool = True) -> None:
@@ -294,7 +296,7 @@ def test_practitioner_browser_pause_reload_resume_timing(tmp_path: Path, multi_t
         sign_in(page, "yu")
         expect(header).to_contain_text(f"item 1 of {BLOCK}", timeout=30_000)
         block_items = store.practice_block_items(store.practice_assignments("yu")[0]["block"])
-        expect(pause).to_have_text("暫停一下 Pause")
+        expect(pause).to_have_text("Pause")
         page.wait_for_timeout(1200)  # working
         pause.click()
         expect(pause).to_contain_text("Resume", timeout=10_000)
@@ -317,7 +319,7 @@ def test_practitioner_browser_pause_reload_resume_timing(tmp_path: Path, multi_t
         page.wait_for_timeout(500)
         paused_to = time.time()
         pause.click()
-        expect(pause).to_have_text("暫停一下 Pause", timeout=10_000)
+        expect(pause).to_have_text("Pause", timeout=10_000)
         expect(question).to_contain_text(items[block_items[0]]["question"].strip().splitlines()[0])
         expect(submit).to_be_enabled()
         page.wait_for_timeout(1000)  # working again
@@ -327,12 +329,12 @@ def test_practitioner_browser_pause_reload_resume_timing(tmp_path: Path, multi_t
         page.keyboard.press("Enter")
         expect(header).to_contain_text(f"item 2 of {BLOCK}", timeout=30_000)
         ended = time.time()
-        expect(pause).to_have_text("暫停一下 Pause")  # a new item starts unpaused, and the button says so
+        expect(pause).to_have_text("Pause")  # a new item starts unpaused, and the button says so
         # a pause on item 2 does not leak into item 3
         pause.click()
         expect(pause).to_contain_text("Resume", timeout=10_000)
         pause.click()
-        expect(pause).to_have_text("暫停一下 Pause", timeout=10_000)
+        expect(pause).to_have_text("Pause", timeout=10_000)
     # seconds: the whole time on the item (shown to submitted); seconds_paused: the paused part of it
     (first,) = store.practice_responses(account="yu")
     assert first["item_id"] == block_items[0]
@@ -405,3 +407,49 @@ def test_practitioner_browser_console_exclude_and_reinclude(tmp_path: Path, mult
         expect(lead.locator("#console-export-file")).to_contain_text("annotation_platform.sqlite")
     (response,) = store.practice_responses(account="mei")
     assert response["comment"] == "答案有誤 E" and response["flagged"]
+
+
+def test_practitioner_browser_keyboard_only_block(tmp_path: Path, multi_tree: Path) -> None:
+    """A whole block by keyboard alone, domains included: the tab and the licence by key, the name typed and
+    Enter in its field to start; each item's letters (A-E), difficulty (1-5) and two domains (their letters,
+    F-O, shown beside them and in the hint), Enter to submit. The Space's first block reads as block 1."""
+    from playwright.sync_api import expect
+
+    from tcmqa.leaderboard.practice_tab import DOMAIN_KEYS
+
+    items = {i["id"]: i for i in load_config(str(multi_tree), "corpus").to_list()}
+    chosen = ["materia_medica", "internal_medicine"]
+    with practice_page(tmp_path, multi_tree, block=3) as (store, _browser, page):
+        page.locator("#tab-practitioners-button").focus()
+        page.keyboard.press("Enter")
+        # the page's load has run (it fills the name field with a remembered one): typing starts after it
+        expect(page.locator("#practice-next-info")).to_contain_text("next block would complete", timeout=30_000)
+        page.locator("#practice-licence input").focus()
+        page.keyboard.press("Space")
+        page.locator("#practice-name textarea, #practice-name input").first.focus()
+        page.keyboard.type("kai")
+        page.keyboard.press("Enter")
+        header = page.locator("#practice-header")
+        expect(header).to_contain_text("Block 1 · item 1 of 3", timeout=30_000)
+        expect(page.locator("#practice-keys")).to_contain_text("F–O")
+        for key in chosen:
+            expect(page.locator("#practice-domains")).to_contain_text(f"{DOMAIN_KEYS[key]} · ")
+        block_items = store.practice_block_items(store.practice_assignments("kai")[0]["block"])
+        for n, item_id in enumerate(block_items, 1):
+            expect(header).to_contain_text(f"item {n} of 3", timeout=30_000)
+            for letter in items[item_id]["answer"]:
+                page.keyboard.press(letter.lower())
+            page.keyboard.press(str(n))
+            for key in chosen:
+                page.keyboard.press(DOMAIN_KEYS[key].lower())
+            for key in chosen:
+                expect(page.locator(f"#practice-domains input[name='{key}']")).to_be_checked()
+            if n == 1:
+                page.screenshot(path=SHOTS / "practitioner-15-keyboard-only.png", full_page=True)
+            page.keyboard.press("Enter")
+        expect(page.locator("#practice-report")).to_contain_text("block 1", timeout=30_000)
+    stored = store.practice_responses(account="kai")
+    assert [r["item_id"] for r in stored] == block_items
+    assert [json.loads(r["domains"]) for r in stored] == [chosen] * 3
+    assert [r["difficulty"] for r in stored] == [1, 2, 3]
+    assert all(json.loads(r["selected"]) == list(items[r["item_id"]]["answer"]) for r in stored)

@@ -71,16 +71,20 @@ ENDPOINTS: dict[str, str] = {
     "previous_page": "previous_page (private): the page before, as /browse",
     "next_page": "next_page (private): the page after, as /browse",
     "refresh_choices": "refresh_choices (private, on page load): the models with outputs, the source difficulties",
+    "fit_tables": "fit_tables (private, after an item page): whether each of its tables is shown; no value",
     # Board and plots: per-model aggregates and the practitioners' reference row, no item
     "board": "show_board: the leaderboard rows",
     "show_board": "show_board (private: a board filter changed): the leaderboard rows",
     "refresh_families": "refresh_families (private, on the timer): the family choices",
+    "board_note": "board_note (private, with the board): why the shown rows' Subset cells are blank, by model name",
     "tab_names": "tab_names (private, on page load): the tabs' names in the caller's language",
-    "plots": "show_plots: board aggregates for the two plots (Figure 2 and the Subset bars)",
+    "plots": "show_plots: board aggregates for the plots (Figure 2, the one scale, the Subset bars) and each "
+    "practitioner's ability (a pseudonym, an aggregate over finished blocks)",
     # Compare and Model tabs (tcmqa.leaderboard.tabs)
     "compare": "show_compare: two models' aggregates and the items where they differ, open-block items never listed",
     "model_page": "show_model: one model's aggregates beside the practitioners', calibration and probes; no item",
-    "model_choices": "model_choices (private, on page load): the names of the models with outputs",
+    "model_choices": "model_choices (private, on page load): the names of the models with outputs, and which board "
+    "rows Compare cannot compare and why",
     "open_item": "open_item (private, a differing item clicked): that row's id for the Item explorer's box",
     # Submit and queue: no item
     "submit": "submit: a model submission's verdict and job id",
@@ -394,8 +398,8 @@ def test_open_block_browser_traffic_of_a_practitioner_using_the_explorer(space: 
             page.locator("#item-show").click()
             expect(page.locator("#item-text")).to_contain_text(corpus[item_id]["question"], timeout=30_000)
             expect(page.locator("#item-text")).to_contain_text("withheld")
-            expect(page.locator("#item-responses")).to_contain_text("withheld")
-            expect(page.locator("#item-outputs")).to_contain_text("withheld")
+            expect(page.locator("#item-responses")).to_be_hidden()  # no row to show: the text says why
+            expect(page.locator("#item-outputs")).to_be_hidden()
             shown = page.locator("body").inner_text()
             assert not _leaks(shown, marks), (item_id, _leaks(shown, marks))
         page.screenshot(path=SHOTS / "open-block-explorer-withheld.png", full_page=True)

@@ -120,6 +120,13 @@ VARIABLES: tuple[Variable, ...] = (
         (SPACE,),
         "the study's pinned commit (required in a Space when the study is on the Hub)",
     ),
+    Variable(
+        "TCMQA_PASS_MARK",
+        (SPACE,),
+        "the licensing exam's pass mark, percent of exact matches, strictly between 0 and 100: the board's Passes "
+        "column, the model page's pass table and the line on the plots",
+        "`60` (360 of 600 points)",
+    ),
     Variable("TCMQA_BLOCK_SIZE", (SPACE,), "items per practitioner block", "`150`"),
     Variable("TCMQA_RATERS", (SPACE, WORKERS), "practitioners per block (`--raters`: the fresh reference's N)", "`3`"),
     Variable("TCMQA_DAILY_CAP", (SPACE,), "responses per account per UTC day (`0`: no cap)", "`300`"),

@@ -61,6 +61,8 @@ import pandas as pd
 from tcmqa.fresh.gap import MIN_POOL
 from tcmqa.leaderboard import outcomes, uncertainty
 from tcmqa.leaderboard.rescored import KEY_REVISION, NOT_RESCORED, Rescorer
+from tcmqa.leaderboard.scale import Scale, Scales
+from tcmqa.passmark import PASS_MARK, check_mark, verdict
 from tcmqa.prompts import PROTOCOL
 from tcmqa.quick_anchors import estimate_text
 from tcmqa.results import PAPER_HUMAN_REFERENCE, canonical_family
@@ -98,6 +100,7 @@ class DerivedColumn:
     doc: str
     covers: str = ""  # the items it is computed on ('' where not computed on items)
     higher_is_better: bool | None = None  # None: not a score
+    numeric: bool = False  # a number (sorted as one), else text
 
     def __post_init__(self) -> None:
         if not self.doc.strip():
@@ -111,6 +114,9 @@ SEPARATION = "≈ next by Full"
 FRESH_CI = "Fresh 95% CI"
 GAP_CI = "Gap 95% CI"
 GAP_MARK = "⚑"  # the Gap vs human interval lies above 0
+ABILITY = "Ability"
+ABILITY_SE = "Ability SE"
+PASSES = "Passes"
 ESTIMATE = "Quick estimate"
 DERIVED = (
     DerivedColumn(FULL_CI, "Full", True, "95% bootstrap interval of Full, percent (items resampled)", "Full's items"),
@@ -165,6 +171,28 @@ DERIVED = (
         f"95% normal interval of Gap vs human; {GAP_MARK} where it lies above 0: the model gains on the public items "
         "more than the practitioners do, which points at memorisation",
         "Gap vs human's items",
+    ),
+    DerivedColumn(
+        ABILITY,
+        SEPARATION,
+        True,
+        "ability on the one scale of models and practitioners (a 2PL item-response fit over the comparable models' "
+        "per-item outcomes and every practitioner's answers, refitted in the background as rows arrive; the Plots "
+        "tab draws both); the practitioners' comparable reference row: the median practitioner's. Empty until "
+        "fitted",
+        "the comparable models' items; each practitioner's answered items",
+        True,
+        numeric=True,
+    ),
+    DerivedColumn(ABILITY_SE, ABILITY, True, "standard error of Ability", "Ability's", False, numeric=True),
+    DerivedColumn(
+        PASSES,
+        ABILITY_SE,
+        True,
+        "whether the row reaches the licensing exam's pass mark (TCMQA_PASS_MARK, default 60%: 360 of 600 points) "
+        "on the full corpus (Full), on fresh items where it has them (Fresh), and in how many units (the corpus's "
+        "domains) of those with items; the model page lists each",
+        "Full's, Fresh's and each unit's items",
     ),
     DerivedColumn(
         ESTIMATE,
@@ -523,9 +551,9 @@ def merge(
     frame["Origin"] = frame["Origin"].fillna("evaluated")
     frame["Family"] = frame["Family"].fillna("unknown")
     frame["Revision"] = frame["Revision"].astype(object).fillna("").astype(str).str[:12]
-    for name in [*[c.label for c in DERIVED], *READ_AGAINST]:  # text; reported and reference rows have none
+    for name in [*[c.label for c in DERIVED if not c.numeric], *READ_AGAINST]:  # text; reported, reference: none
         frame[name] = frame[name].astype(object).fillna("")
-    for name in NUMERIC_COLUMNS:
+    for name in [*NUMERIC_COLUMNS, *[c.label for c in DERIVED if c.numeric]]:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").round(2)
     for name in P_VALUES:
         frame[name] = significant(pd.to_numeric(frame[name], errors="coerce"))
@@ -565,6 +593,41 @@ def select(
     shown = order(frame[keep], sort_by, descending)
     wanted = ["Model", COMPARISON, *[c for c in CHOICES if c in columns]]
     return shown[wanted].reset_index(drop=True)
+
+
+def pass_note(mark: float) -> str:
+    """The board's line on the pass mark, under the table."""
+    return (
+        f"**Pass mark {mark:g}%** (the licensing exam's written test passes at 360 of 600 points, 60%; "
+        "TCMQA_PASS_MARK): **Passes** says whether a row reaches it on Full, on Fresh and in how many units; the "
+        "Plots tab draws it as a line. **Ability** (± **Ability SE**): the one scale of models and practitioners."
+    )
+
+
+def with_scale(frame: pd.DataFrame, runs: Sequence[str | None], scale: Scale | None, mark: float) -> pd.DataFrame:
+    """``frame`` (a :func:`merge`) with the one scale's columns: each comparable evaluated row's Ability and its
+    SE (its run, ``runs[row]``, in ``scale``), the comparable practitioners' reference row's (the median
+    practitioner), and every comparable or paper row's Passes at ``mark`` (Full, Fresh, and the units of its run)."""
+    frame = frame.copy()
+    comparable = frame[COMPARISON] == COMPARABLE
+    evaluated = comparable & frame[ROW].notna()
+    run = frame.loc[evaluated, ROW].astype(int).map(lambda i: runs[i])
+    units: dict[str, dict[str, float]] = {}
+    if scale is not None:
+        fitted = scale.by_run()
+        frame.loc[evaluated, ABILITY] = run.map(fitted["theta"]).round(2)
+        frame.loc[evaluated, ABILITY_SE] = run.map(fitted["theta_se"]).round(2)
+        people = scale.practitioners()
+        if len(people):
+            median = round(float(people["theta"].median()), 2)
+            frame.loc[comparable & (frame["Origin"] == "reference"), ABILITY] = median
+        units = scale.units
+    scored = (comparable | (frame[COMPARISON] == PAPER)) & frame["Full"].notna() & (frame["Origin"] != "reference")
+    frame.loc[scored, PASSES] = [
+        verdict(full, fresh, units.get(str(run.get(i)), {}), mark)
+        for i, full, fresh in zip(frame.index[scored], frame.loc[scored, "Full"], frame.loc[scored, "Fresh"])
+    ]
+    return frame
 
 
 def plot_frames(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -607,9 +670,16 @@ class Board:
         protocol: str = PROTOCOL,
         practice: Any = None,
         raters: int = RATERS_PER_ITEM,
+        scales: Scales | None = None,
+        pass_mark: float = PASS_MARK,
         rescorer: Rescorer | None = None,
     ):
         self.store = store
+        self.scales = scales  # the one scale, fitted in the background (tcmqa.leaderboard.scale)
+        self.pass_mark = check_mark(pass_mark)
+        self._runs: list[str | None] = []  # the run each evaluated row (its ROW) reads
+        self._shown: tuple[pd.DataFrame, Scale | None, pd.DataFrame] | None = None  # (merged, fit, shown)
+        self._asked: tuple[str, str] | None = None  # the (store, practice) versions the scale was last asked on
         self.data_fingerprint = data_fingerprint
         self.protocol = protocol
         self.practice = practice  # a tcmqa.leaderboard.practice.Practice: the reference grows with its responses
@@ -635,7 +705,7 @@ class Board:
             except Exception:  # the data may be unreachable: the rows as recorded
                 logging.getLogger("tcmqa.board").exception("recomputing the practitioners' reference failed")
         if self.rescorer is not None:
-            rows = self.rescorer.rows(rows, self.reference.outcomes)
+            rows = self.rescorer.rows(rows, self.reference)
         return rows
 
     def frame(self) -> pd.DataFrame:
@@ -666,7 +736,20 @@ class Board:
                 if self.rescorer is not None and self.rescorer.errata:  # the paper's rows have no outputs here
                     self._frame.loc[self._frame["Origin"] == "reported", KEY_REVISION] = NOT_RESCORED
                 self._version, self._practice_version = version, practice
-            return self._frame
+                evaluated = [r for r in rows if r.get("origin") != "reported"]
+                self._runs = [self.reference.outcomes.run_of(r.get("model"), r.get("revision")) for r in evaluated]
+            if self.scales is not None and self._asked != (version, practice):  # fitted off the request path
+                ranked = self._frame.loc[self._frame[COMPARISON] == COMPARABLE, ROW].dropna().astype(int)
+                self.scales.request([run for i in ranked if (run := self._runs[i]) is not None])
+                self._asked = (version, practice)
+            return self._on_scale()
+
+    def _on_scale(self) -> pd.DataFrame:
+        """The merged frame with the latest fit's columns (:func:`with_scale`), recomputed when either changes."""
+        latest = self.scales.latest if self.scales is not None else None
+        if self._shown is None or self._shown[0] is not self._frame or self._shown[1] is not latest:
+            self._shown = (self._frame, latest, with_scale(self._frame, self._runs, latest, self.pass_mark))
+        return self._shown[2]
 
     def families(self) -> list[str]:
         return sorted(set(self.frame()["Family"]) - {"Human"})

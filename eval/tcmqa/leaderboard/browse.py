@@ -51,7 +51,8 @@ OUTCOMES: dict[str, tuple[bool, bool]] = {
 }
 ANSWER_TYPES = ("single", "multi")
 RATED_LEVELS = (1, 2, 3, 4, 5)
-ROW_COLUMNS = ["id", "stem", "answer type", "domain", "consensus", "model outcome"]
+ROW_COLUMNS = ["id", "stem", "answer type", "domain", "consensus", "model outcome", "difficulty", "discrimination"]
+PARAMETERS = ("difficulty", "discrimination")  # the one scale's, per item (tcmqa.leaderboard.scale)
 
 
 class Refused(ValueError):
@@ -168,11 +169,13 @@ def select(
     filters: Filters,
     open_items: Iterable[str] = (),
     correct: pd.Series | None = None,
+    parameters: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The items matching ``filters`` (corpus order) with their shown columns: ``domains`` (the
-    practitioners', else the corpus's), ``consensus`` (e.g. ``2/3``) and ``outcome`` (:func:`outcomes`),
-    blank where unknown or where the item is in ``open_items`` (module doc: independence). ``correct``:
-    the chosen model's correctness by item id (None: no model chosen)."""
+    practitioners', else the corpus's), ``consensus`` (e.g. ``2/3``), ``outcome`` (:func:`outcomes`) and the
+    item's :data:`PARAMETERS`, blank where unknown or where the item is in ``open_items`` (module doc:
+    independence). ``correct``: the chosen model's correctness by item id (None: no model chosen);
+    ``parameters``: the one scale's items, indexed by item id (None: not fitted yet)."""
     hidden = items.index.isin(list(open_items))
     keep = np.ones(len(items), dtype=bool)
     query = folded(filters.search).strip()
@@ -195,6 +198,10 @@ def select(
         keep &= labels == filters.outcome
     chosen = items[keep]
     consensus = chosen["n_correct"].astype(str) + "/" + chosen["n_raters"].astype(str)
+    fitted = pd.DataFrame(index=chosen.index, columns=list(PARAMETERS), dtype=float)
+    if parameters is not None:
+        fitted = parameters.reindex(chosen.index)[list(PARAMETERS)].astype(float)
+        fitted.loc[hidden[keep]] = np.nan  # what the respondents said of an open block's item: withheld
     return pd.DataFrame(
         {
             "id": chosen.index,
@@ -203,6 +210,7 @@ def select(
             "domains": domains[keep].to_numpy(),
             "consensus": np.where(in_subset[keep], consensus.to_numpy(), ""),
             "outcome": labels[keep],
+            **{name: fitted[name].to_numpy(float) for name in PARAMETERS},
         }
     )
 
@@ -241,10 +249,16 @@ def page(selected: pd.DataFrame, number: int = 1, size: int = PAGE_SIZE) -> Page
             "domain": rows["domains"].map(lambda keys: "、".join(lang.domain(k) for k in keys)).to_numpy(),
             "consensus": rows["consensus"].to_numpy(),
             "model outcome": rows["outcome"].to_numpy(),
+            **{name: _blank(rows[name].round(2)) for name in PARAMETERS},
         },
         columns=ROW_COLUMNS,
     )
     return Page(shown, total, number, pages)
+
+
+def _blank(values: pd.Series) -> np.ndarray:
+    """Numbers as shown in a row: blank where unknown, like the row's other cells."""
+    return values.astype(object).where(values.notna(), "").to_numpy()
 
 
 def model_choices(board: pd.DataFrame, with_outputs: Iterable[str]) -> list[str]:

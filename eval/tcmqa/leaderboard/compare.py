@@ -194,3 +194,46 @@ class Comparator:
             model_b,
             open_block_items(self.store, self.raters),
         )
+
+
+PAPER_ROWS = (
+    "the paper reports their totals only (its Table 4), and the data served here publishes no per-item outputs for them"
+)
+NO_RUN = "evaluated, but its per-item outputs are neither recorded here nor published with the data served here"
+NOT_A_MODEL = "the practitioners' reference, not a model: each model's Model tab sets it beside them"
+
+
+def not_comparable(board: pd.DataFrame, models: Iterable[str]) -> dict[str, str]:
+    """The board's rows that cannot be compared, by model name, each with why: every row whose model has no
+    per-item outputs (``models``: those with outputs; ``board``: the board's rows, Model and Origin)."""
+    have = set(models)
+    why = {"reported": PAPER_ROWS, "evaluated": NO_RUN, "reference": NOT_A_MODEL}
+    return {
+        str(row.Model): why.get(str(row.Origin), NO_RUN)
+        for row in board[["Model", "Origin"]].itertuples(index=False)
+        if str(row.Model) not in have
+    }
+
+
+def availability(board: pd.DataFrame, runs: dict[str, model_outputs.Run]) -> str:
+    """What the Compare tab says before any click: the rows that can be compared (those with per-item outputs,
+    evaluated here or published), those that cannot and why, and with fewer than two, what can be done."""
+    names = sorted(runs)
+    kind = {model_outputs.RECORDED: "evaluated here", model_outputs.PUBLISHED: "published outputs"}
+    can = ", ".join(f"**{m}** ({kind.get(runs[m].source, runs[m].source)})" for m in names) or "none yet"
+    lines = [f"Compare needs each model's per-item outputs. Rows that have them: {can}."]
+    if len(names) == 1:
+        lines.append(
+            f"Compare needs two: meanwhile **{names[0]}**'s Model tab sets it beside the practitioners and the Item "
+            "explorer shows its answer on each item; a second model submitted (Submit tab) can be compared with it "
+            "once evaluated."
+        )
+    elif not names:
+        lines.append("Submit a model (Submit tab): once evaluated, its outputs can be compared with the next one's.")
+    by_reason: dict[str, list[str]] = {}
+    for model, why in not_comparable(board, names).items():
+        by_reason.setdefault(why, []).append(model)
+    if by_reason:
+        reasons = "\n".join(f"- {', '.join(models)}: {why}." for why, models in by_reason.items())
+        lines.append(f"Rows that cannot be compared:\n\n{reasons}")
+    return "\n\n".join(lines)

@@ -58,9 +58,10 @@ import numpy as np
 import pandas as pd
 
 from tcmqa.data import has_config, load_config
-from tcmqa.leaderboard import browse, model_outputs
+from tcmqa.leaderboard import browse, empty, lang, model_outputs
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.practice.core import open_block_items  # the finished-block rule's one home
+from tcmqa.leaderboard.scale import MEANING, NOT_FITTED, Scales
 from tcmqa.probes.calibration import letter_probabilities
 from tcmqa.schema import RATERS_PER_ITEM
 from tcmqa.store import Store
@@ -97,15 +98,25 @@ def _text(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
-def _joined(value: Any) -> str:
-    """Letters or domains as shown: a list (or its JSON text) joined by commas."""
+def _listed(value: Any) -> list[str]:
+    """A stored list of letters or domain keys (a list, its JSON text, one string or nothing) as a list."""
     if isinstance(value, str) and value.startswith("["):
         value = json.loads(value)
     if value is None:
-        return ""
+        return []
     if isinstance(value, str):
-        return value
-    return ", ".join(str(v) for v in value)
+        return [value]
+    return [str(v) for v in value]
+
+
+def _joined(value: Any) -> str:
+    """Letters as shown: joined by commas."""
+    return ", ".join(_listed(value))
+
+
+def _domains(value: Any) -> str:
+    """Domain keys as shown: their names in the caller's language (tcmqa.leaderboard.lang)."""
+    return "、".join(lang.domain(key) for key in _listed(value))
 
 
 class Explorer:
@@ -127,6 +138,16 @@ class Explorer:
         self._items_version: str | None = None
         self._items: pd.DataFrame | None = None
         self._correct: collections.OrderedDict[model_outputs.Run, pd.Series] = collections.OrderedDict()
+        self.scales: Scales | None = None  # the one scale (the Space sets it): each item's difficulty, discrimination
+
+    def parameters(self) -> pd.DataFrame | None:
+        """The latest fit's items (difficulty, discrimination, their SEs), by item id; None before the first."""
+        latest = self.scales.latest if self.scales is not None else None
+        return None if latest is None else latest.items
+
+    def domains(self) -> pd.Series:
+        """Item id -> the corpus's domain keys (the pass mark's units)."""
+        return self.corpus["domains"]
 
     @functools.cached_property
     def corpus(self) -> pd.DataFrame:
@@ -222,8 +243,23 @@ class Explorer:
         correct = self.correct(model) if model else None
         if model and correct is None:
             raise browse.Refused(f"no outputs of the model {model!r}")
-        selected = browse.select(self.items(), filters, open_block_items(self.store, self.raters), correct)
+        selected = browse.select(
+            self.items(), filters, open_block_items(self.store, self.raters), correct, self.parameters()
+        )
         return browse.page(selected, number)
+
+    def on_scale(self, item_id: str) -> str:
+        """The item's difficulty and discrimination on the one scale, with what they mean; or that it is not
+        fitted yet."""
+        parameters = self.parameters()
+        if parameters is None or item_id not in parameters.index:
+            return NOT_FITTED
+        p = parameters.loc[item_id]
+        return (
+            f"**Difficulty** {p['difficulty']:.2f} (SE {p['difficulty_se']:.2f}) · **discrimination** "
+            f"{p['discrimination']:.2f} (SE {p['discrimination_se']:.2f}), from {int(p['n_respondents']):,} "
+            f"respondents. {MEANING}"
+        )
 
     def withheld(self, item_id: str) -> bool:
         """Whether the item is in a practitioner block still being answered (module doc: independence)."""
@@ -247,11 +283,12 @@ class Explorer:
             hidden = pd.DataFrame(columns=["withheld until every rater of the block has finished it"])
             return f"{head}\n\n{options}\n\n{WITHHELD}", hidden, hidden.copy()
         answer = ", ".join(row["answer"])
-        text = f"{head}\n\n{options}\n\n**Answer:** {answer}\n\n{_text(row['explanation'])}"
+        text = f"{head}\n\n{options}\n\n**Answer:** {answer}\n\n{_text(row['explanation'])}\n\n{self.on_scale(item_id)}"
+        unread = False  # the practitioners' answers could not be loaded (said below)
         try:
             everyone = self.responses()
         except Exception as err:  # practitioner mode cannot load its study (e.g. no pinned revision): say so
-            everyone = pd.DataFrame(columns=["item_id", *RESPONSE_COLUMNS])
+            everyone, unread = pd.DataFrame(columns=["item_id", *RESPONSE_COLUMNS]), True
             text += f"\n\n_The practitioners' answers could not be loaded: {reported(err, 'practitioners answers')}._"
         responses = everyone[everyone["item_id"] == item_id]
         columns = [c for c in [*RESPONSE_COLUMNS, "source"] if c in responses]
@@ -271,8 +308,14 @@ class Explorer:
         outputs = outputs[[c for c in SHOWN_OUTPUT_COLUMNS if c in outputs]].copy()
         outputs["revision"] = outputs["revision"].astype(str).str[:12]  # a commit sha, shortened as on the board
         for frame in (responses, outputs):
-            for col in ("selected", "prediction", "domains"):
+            for col in ("selected", "prediction"):
                 if col in frame:
                     frame[col] = frame[col].map(_joined)
+        if "domains" in responses:
+            responses["domains"] = responses["domains"].map(_domains)
         outputs = outputs.sort_values("model", key=lambda m: m.map({name: i for i, name in enumerate(shown)}))
+        if responses.empty and not unread:  # the tab hides an empty table (explorer_tab): say why
+            text += f"\n\n{empty.no_responses()}"
+        if outputs.empty:
+            text += f"\n\n{empty.no_outputs()}"
         return text, responses.reset_index(drop=True), outputs.reset_index(drop=True)

@@ -18,18 +18,20 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from tcmqa.leaderboard import browse
+from tcmqa.leaderboard import browse, lang
 from tcmqa.leaderboard.board import Board
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.explorer import MODELS_PER_PAGE, Explorer
+from tcmqa.leaderboard.lang import t
 from tcmqa.schema import DOMAINS, RATERS_PER_ITEM
 
 ANY = ""  # every dropdown's "no filter" value
-DOMAIN_CHOICES = [("any", ANY), *[(f"{zh} ({key})", key) for key, zh in DOMAINS.items()]]
-TYPE_CHOICES = [("any", ANY), ("single-answer", "single"), ("multi-answer", "multi")]
-RATED_NAMES = {1: "1 easiest", 5: "5 hardest"}
-RATED_CHOICES = [("any", ANY), *[(RATED_NAMES.get(k, str(k)), str(k)) for k in browse.RATED_LEVELS]]
-OUTCOME_CHOICES = [("any", ANY), *[(label, label) for label in browse.OUTCOMES]]
+ANY_CHOICE = (t("any"), ANY)
+DOMAIN_CHOICES = [ANY_CHOICE, *[(lang.domain_label(key), key) for key in DOMAINS]]
+TYPE_CHOICES = [ANY_CHOICE, (t("single_answer"), "single"), (t("multi_answer"), "multi")]
+RATED_NAMES = {1: t("explorer_easiest"), 5: t("explorer_hardest")}
+RATED_CHOICES = [ANY_CHOICE, *[(RATED_NAMES.get(k, str(k)), str(k)) for k in browse.RATED_LEVELS]]
+OUTCOME_CHOICES = [ANY_CHOICE, *[(label, label) for label in browse.OUTCOMES]]
 # the item page's tables before an item is shown (not the tables' own headers: those are what the open-block
 # test looks for in a page's traffic to tell that a table of an item was sent)
 NO_ITEM = pd.DataFrame(columns=["no item shown yet"])
@@ -115,57 +117,68 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
         item_id = str(row[0])
         return (item_id, 1, *show_item(item_id))
 
+    def fit_tables(*frames: pd.DataFrame | None) -> tuple[Any, ...]:
+        """Each of the item page's tables shown only with a row: ``/item`` returns the tables as they are (its
+        API callers read them), and the item's text says why one is empty."""
+        return tuple(gr.update(visible=frame is not None and not frame.empty) for frame in frames)
+
     def refresh_choices() -> tuple[Any, Any]:
         """The models with outputs (the leading comparable model first, the default) and the source difficulties."""
         models = explorer.models(board.frame())
         levels = sorted(int(v) for v in explorer.corpus_table["source_difficulty"].dropna().unique())
         return (
             gr.update(choices=models, value=models[0] if models else None),
-            gr.update(choices=[("any", ANY), *[(str(v), str(v)) for v in levels]]),
+            gr.update(choices=[(lang.text("any"), ANY), *[(str(v), str(v)) for v in levels]]),
         )
 
     raters = max(RATERS_PER_ITEM, explorer.raters)  # consensus: 0..N practitioners correct
-    gr.Markdown(
-        "Search the stems and options, filter, and click a row to open its item. **Consensus**: how many of the "
-        "item's practitioners answered it correctly (subset items). **Outcome**: the chosen model against the "
-        "practitioners' majority. Items in a practitioner block still being answered show no consensus or "
-        "outcome and are left out of those filters."
-    )
+    gr.Markdown(t("explorer_hint"))
     with gr.Row():
-        search = gr.Textbox(label="Search stem and options", placeholder="e.g. 肺 or 麻黄", elem_id="explorer-search")
+        search = gr.Textbox(
+            label=t("explorer_search"), placeholder=t("explorer_search_hint"), elem_id="explorer-search"
+        )
         # choices come at page load; an API caller may name any model with outputs (or source difficulty)
         model = gr.Dropdown(
-            [], label="Model (for the outcome)", filterable=True, allow_custom_value=True, elem_id="explorer-model"
+            [], label=t("explorer_model"), filterable=True, allow_custom_value=True, elem_id="explorer-model"
         )
     with gr.Row():
-        domain = gr.Dropdown(DOMAIN_CHOICES, value=ANY, label="Domain", elem_id="explorer-domain")
-        answer_type = gr.Dropdown(TYPE_CHOICES, value=ANY, label="Answer type", elem_id="explorer-type")
-        rated = gr.Dropdown(RATED_CHOICES, value=ANY, label="Rated difficulty (mean)", elem_id="explorer-rated")
+        domain = gr.Dropdown(DOMAIN_CHOICES, value=ANY, label=t("explorer_domain"), elem_id="explorer-domain")
+        answer_type = gr.Dropdown(TYPE_CHOICES, value=ANY, label=t("explorer_type"), elem_id="explorer-type")
+        rated = gr.Dropdown(RATED_CHOICES, value=ANY, label=t("explorer_rated"), elem_id="explorer-rated")
         source = gr.Dropdown(
-            [("any", ANY)], value=ANY, label="Source difficulty", allow_custom_value=True, elem_id="explorer-source"
+            [ANY_CHOICE], value=ANY, label=t("explorer_source"), allow_custom_value=True, elem_id="explorer-source"
         )
         consensus = gr.Dropdown(
-            [("any", ANY), *[(f"{k} correct", str(k)) for k in range(raters + 1)]],
+            [ANY_CHOICE, *[(f"{k} " + t("explorer_correct"), str(k)) for k in range(raters + 1)]],
             value=ANY,
-            label="Consensus",
+            label=t("explorer_consensus"),
             elem_id="explorer-consensus",
         )
         outcome = gr.Dropdown(
-            OUTCOME_CHOICES, value=ANY, label="Model vs practitioners", scale=2, elem_id="explorer-outcome"
+            OUTCOME_CHOICES, value=ANY, label=t("explorer_outcome"), scale=2, elem_id="explorer-outcome"
         )
     with gr.Row():
-        previous_button = gr.Button("◀ Previous", size="sm", scale=0, min_width=110, elem_id="explorer-previous")
-        page = gr.Number(
-            1, label="Page", precision=0, minimum=1, scale=0, min_width=110, container=False, elem_id="explorer-page"
+        previous_button = gr.Button(
+            t("explorer_previous"), size="sm", scale=0, min_width=110, elem_id="explorer-previous"
         )
-        next_button = gr.Button("Next ▶", size="sm", scale=0, min_width=110, elem_id="explorer-next")
+        page = gr.Number(
+            1,
+            label=t("explorer_page"),
+            precision=0,
+            minimum=1,
+            scale=0,
+            min_width=110,
+            container=False,
+            elem_id="explorer-page",
+        )
+        next_button = gr.Button(t("explorer_next"), size="sm", scale=0, min_width=110, elem_id="explorer-next")
         summary = gr.Markdown(elem_id="explorer-summary")
     results = gr.Dataframe(
         headers=browse.ROW_COLUMNS,
         interactive=False,
         wrap=True,
         max_height=900,
-        column_widths=["9%", "38%", "9%", "20%", "9%", "15%"],
+        column_widths=["8%", "32%", "8%", "17%", "8%", "13%", "7%", "7%"],
         elem_id="explorer-results",
     )
     controls = [search, domain, answer_type, rated, source, consensus, outcome, model, page]
@@ -180,35 +193,36 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
         public(first_page), controls, listing, api_name=False
     )
 
-    gr.Markdown("### Item")
+    gr.Markdown("### " + t("explorer_item"))
     with gr.Row():
-        item_id = gr.Textbox(label="Item id (or click a row above)", elem_id="item-id", scale=3)
+        item_id = gr.Textbox(label=t("explorer_item_id"), elem_id="item-id", scale=3)
         models_page = gr.Number(
             1,
-            label=f"Page of models ({MODELS_PER_PAGE} a page)",
+            label=t("explorer_models_page") + f" ({MODELS_PER_PAGE})",
             precision=0,
             minimum=1,
             scale=1,
             elem_id="item-models-page",
         )
-        item_button = gr.Button("Show item", elem_id="item-show", scale=0, min_width=140)
+        item_button = gr.Button(t("explorer_show"), elem_id="item-show", scale=0, min_width=140)
     item_text = gr.Markdown(elem_id="item-text")
-    gr.Markdown("**Practitioners' answers**")
-    item_responses = gr.Dataframe(NO_ITEM, interactive=False, elem_id="item-responses")
-    gr.Markdown(
-        "**Models' outputs** (one revision per model: its latest full run; P(A)–P(E): each letter's probability "
-        "as the first generated token, renormalised over A–E)"
+    # each table hidden until it has a row (fit_tables); the item's text says why one is empty
+    item_responses = gr.Dataframe(
+        NO_ITEM, interactive=False, label=t("explorer_responses"), visible=False, elem_id="item-responses"
     )
-    item_outputs = gr.Dataframe(NO_ITEM, interactive=False, wrap=True, elem_id="item-outputs")
+    item_outputs = gr.Dataframe(
+        NO_ITEM, interactive=False, wrap=True, label=t("explorer_outputs"), visible=False, elem_id="item-outputs"
+    )
     page_outputs = [item_text, item_responses, item_outputs]
+    tables = [item_responses, item_outputs]
     gr.on(
         [item_button.click, item_id.submit, models_page.submit],
         public(show_item),
         [item_id, models_page],
         page_outputs,
         api_name="item",
-    )
+    ).then(public(fit_tables), tables, tables, api_name=False, show_progress="hidden")
     results.select(public(open_row), None, [item_id, models_page, *page_outputs], api_name=False).then(
-        None, js=SHOW_ITEM_JS
-    )
+        public(fit_tables), tables, tables, api_name=False, show_progress="hidden"
+    ).then(None, js=SHOW_ITEM_JS)
     return item_id

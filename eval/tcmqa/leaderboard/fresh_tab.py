@@ -21,6 +21,7 @@ import gradio as gr
 import pandas as pd
 
 from tcmqa.fresh.pool import REDUX_CATEGORIES, Checked
+from tcmqa.leaderboard import lang
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.identity import Guard
 from tcmqa.leaderboard.practice.text import plain
@@ -100,7 +101,7 @@ def fresh_items_section(
     """The writing form, the writer's items and the reviews assigned to the caller (``caller``: the components
     the guard proves the account from)."""
     clocks = practice_lib.ItemClocks()  # the blind answer's seconds, kept by the server as a block item's are
-    domain_choices = [(f"{zh} ({key})", key) for key, zh in practice_lib.DOMAINS.items()]
+    domain_choices = [(lang.domain_label(key), key) for key in practice_lib.DOMAINS]
 
     with gr.Accordion("Write a fresh item", open=False, elem_id="fresh-write"):
         gr.Markdown(WRITE_HINT)
@@ -120,7 +121,7 @@ def fresh_items_section(
             elem_id="fresh-explanation",
         )
         errors["explanation"] = gr.Markdown(elem_id="fresh-error-explanation")
-        domains = gr.CheckboxGroup(domain_choices, label="Domains (one to three)", elem_id="fresh-domains")
+        domains = gr.CheckboxGroup(domain_choices, label=lang.t("practice_domains"), elem_id="fresh-domains")
         errors["domains"] = gr.Markdown(elem_id="fresh-error-domains")
         difficulty = gr.Radio(
             [1, 2, 3, 4, 5], label="Intended difficulty (1 easiest, 5 hardest)", elem_id="fresh-difficulty"

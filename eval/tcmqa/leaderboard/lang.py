@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
+import pandas as pd
 from gradio.context import LocalContext
 
 from tcmqa.schema import DOMAIN_NAMES
@@ -53,6 +54,10 @@ STRINGS: dict[str, tuple[str, str, str]] = {
         "中醫執業資格考試試題，以執業中醫師為參照：中醫師多數投票在子集上的正確率為",
     ),
     "language": ("Language", "语言", "語言"),
+    "any": ("any", "不限", "不限"),
+    "single_answer": ("single-answer", "单选题", "單選題"),
+    "multi_answer": ("multi-answer", "多选题", "多選題"),
+    "domain_unrated": ("unrated", "未分类", "未分類"),  # an item no practitioner gave a domain
     # tabs
     "tab_board": ("Board", "排行榜", "排行榜"),
     "tab_plots": ("Plots", "图表", "圖表"),
@@ -85,6 +90,54 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     ),
     "board_sort": ("Sort by", "排序依据", "排序依據"),
     "board_descending": ("Descending", "降序", "降序"),
+    # empty states (tcmqa.leaderboard.empty): why a part is empty and what to do
+    "empty_subset_grows": (
+        "the subset grows as practitioners answer (Practitioners tab)",
+        "子集随中医师作答而扩大（见“中医师作答”页）",
+        "子集隨中醫師作答而擴大（見「中醫師作答」頁）",
+    ),
+    "empty_subset_none": (
+        "the practitioners' subset is empty so far, so there is nothing to set it beside yet",
+        "中医师子集目前为空，暂时无可对照",
+        "中醫師子集目前為空，暫時無可對照",
+    ),
+    "empty_subset_not_in": (
+        "this model's items are not in the practitioners' subset ({size} items so far), so there is nothing to set "
+        "it beside yet",
+        "该模型的试题不在中医师子集中（子集目前 {size} 题），暂时无可对照",
+        "該模型的試題不在中醫師子集中（子集目前 {size} 題），暫時無可對照",
+    ),
+    "empty_model_page": (
+        "**{model}**: {n} items scored; {why}: {grows}. Its Full accuracy is on the Board; Compare sets it beside "
+        "another model item by item.",
+        "**{model}**：已评分 {n} 题；{why}：{grows}。其 Full 正确率见排行榜；“模型对比”可逐题与另一模型对照。",
+        "**{model}**：已評分 {n} 題；{why}：{grows}。其 Full 正確率見排行榜；「模型對比」可逐題與另一模型對照。",
+    ),
+    "empty_facts": (
+        "No {what} values for **{model}**: its results row records none (they come from the letter log-probs and "
+        "the probe passes of a full run).",
+        "**{model}** 没有{what}数值：其结果行未记录（这些数值来自完整评测的字母对数概率与探针轮次）。",
+        "**{model}** 沒有{what}數值：其結果列未記錄（這些數值來自完整評測的字母對數機率與探針輪次）。",
+    ),
+    "empty_calibration": ("calibration", "校准", "校準"),
+    "empty_probe": ("probe", "探针", "探針"),
+    "empty_or": (" or ", "或", "或"),
+    "empty_blank_subset": (
+        "Subset and Δ human are blank for {rows}: none of the items it was scored on is in the practitioners' "
+        "subset yet; {grows}, and the cells fill in once it holds one of them.",
+        "{rows} 的 Subset 与 Δ human 为空：其评分的试题尚无一题在中医师子集中；{grows}，子集含其试题后即会填上。",
+        "{rows} 的 Subset 與 Δ human 為空：其評分的試題尚無一題在中醫師子集中；{grows}，子集含其試題後即會填上。",
+    ),
+    "empty_no_responses": (
+        "**Practitioners' answers**: none yet. This item is not in the practitioners' subset; {grows}.",
+        "**中医师作答**：暂无。此题不在中医师子集中；{grows}。",
+        "**中醫師作答**：暫無。此題不在中醫師子集中；{grows}。",
+    ),
+    "empty_no_outputs": (
+        "**Models' outputs**: none yet. No model has per-item outputs here; submit one (Submit tab).",
+        "**模型输出**：暂无。此处尚无模型的逐题输出；请在“提交模型”页提交。",
+        "**模型輸出**：暫無。此處尚無模型的逐題輸出；請在「提交模型」頁提交。",
+    ),
     # Plots
     "plots_figure2": (
         "Figure 2: Full accuracy against parameters",
@@ -96,7 +149,6 @@ STRINGS: dict[str, tuple[str, str, str]] = {
         "子集正确率（含中医师参照）",
         "子集正確率（含中醫師參照）",
     ),
-    "plots_subset_axis": ("Subset exact match (%)", "子集完全匹配（%）", "子集完全匹配（%）"),
     # Compare
     "compare_a": ("Model A", "模型 A", "模型 A"),
     "compare_b": ("Model B", "模型 B", "模型 B"),
@@ -174,9 +226,156 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     "admin_cancel": ("Cancel (PENDING or RUNNING)", "取消（PENDING 或 RUNNING）", "取消（PENDING 或 RUNNING）"),
     "admin_requeue": ("Re-queue (FAILED)", "重新排队（FAILED）", "重新排隊（FAILED）"),
     "admin_withdraw": ("Withdraw the published row", "撤回已发布的行", "撤回已發布的列"),
+    # Item explorer
+    "explorer_hint": (
+        "Search the stems and options, filter, and click a row to open its item. **Consensus**: how many of the "
+        "item's practitioners answered it correctly (subset items). **Outcome**: the chosen model against the "
+        "practitioners' majority. Items in a practitioner block still being answered show no consensus or "
+        "outcome and are left out of those filters.",
+        "搜索题干和选项、筛选，点击一行打开该题。**一致程度**：该题的中医师中答对的人数（子集试题）。"
+        "**结果**：所选模型与中医师多数意见的对比。仍在作答中的中医师题组里的试题不显示一致程度和结果，也不参与这两项筛选。",
+        "搜尋題幹和選項、篩選，點擊一列開啟該題。**一致程度**：該題的中醫師中答對的人數（子集試題）。"
+        "**結果**：所選模型與中醫師多數意見的對比。仍在作答中的中醫師題組裡的試題不顯示一致程度和結果，也不參與這兩項篩選。",
+    ),
+    "explorer_search": ("Search stem and options", "搜索题干和选项", "搜尋題幹和選項"),
+    "explorer_search_hint": ("e.g. 肺 or 麻黄", "例如 肺 或 麻黄", "例如 肺 或 麻黃"),
+    "explorer_model": ("Model (for the outcome)", "模型（用于结果）", "模型（用於結果）"),
+    "explorer_domain": ("Domain", "领域", "領域"),
+    "explorer_type": ("Answer type", "题型", "題型"),
+    "explorer_rated": ("Rated difficulty (mean)", "评定难度（平均）", "評定難度（平均）"),
+    "explorer_easiest": ("1 easiest", "1 最易", "1 最易"),
+    "explorer_hardest": ("5 hardest", "5 最难", "5 最難"),
+    "explorer_source": ("Source difficulty", "原始难度", "原始難度"),
+    "explorer_consensus": ("Consensus", "一致程度", "一致程度"),
+    # not the bare word "correct": the open-block tests search the page's config for it
+    "explorer_correct": ("answered right", "人答对", "人答對"),
+    "explorer_outcome": ("Model vs practitioners", "模型与中医师对比", "模型與中醫師對比"),
+    "explorer_previous": ("◀ Previous", "◀ 上一页", "◀ 上一頁"),
+    "explorer_page": ("Page", "页码", "頁碼"),
+    "explorer_next": ("Next ▶", "下一页 ▶", "下一頁 ▶"),
+    "explorer_item": ("Item", "试题", "試題"),
+    "explorer_item_id": ("Item id (or click a row above)", "试题 id（或点击上方一行）", "試題 id（或點擊上方一列）"),
+    "explorer_models_page": ("Page of models", "模型页码", "模型頁碼"),
+    "explorer_show": ("Show item", "显示试题", "顯示試題"),
+    "explorer_responses": ("Practitioners' answers", "中医师的答案", "中醫師的答案"),
+    "explorer_outputs": (
+        "**Models' outputs** (one revision per model: its latest full run; P(A)–P(E): each letter's probability "
+        "as the first generated token, renormalised over A–E)",
+        "**模型输出**（每个模型一个版本：最近一次完整评测；"
+        "P(A)–P(E)：各字母作为第一个生成词元的概率，在 A–E 上重新归一）",
+        "**模型輸出**（每個模型一個版本：最近一次完整評測；"
+        "P(A)–P(E)：各字母作為第一個生成詞元的機率，在 A–E 上重新歸一）",
+    ),
+    # Practitioners
+    "practice_hint": (
+        "Licensed TCM practitioners answer the same items as the models, under the paper's protocol: a fixed "
+        "private block of items, one item per screen, the answer, one to three domains, a difficulty from 1 to 5, "
+        "and a flag for a defective item. Your answers are stored at once; come back any time to resume. The "
+        "reference answers are shown only once your block is complete.",
+        "执业中医师在与模型相同的试题上作答，遵循论文的流程：一组固定的专属试题，每屏一题，给出答案、一至三个领域、"
+        "1 到 5 的难度，并可标记有误的试题。答案即时保存，随时可以回来继续。整组完成后才显示参考答案。",
+        "執業中醫師在與模型相同的試題上作答，遵循論文的流程：一組固定的專屬試題，每屏一題，給出答案、一至三個領域、"
+        "1 到 5 的難度，並可標記有誤的試題。答案即時儲存，隨時可以回來繼續。整組完成後才顯示參考答案。",
+    ),
+    "practice_keys": (
+        "Keys: **A–E** choose an answer · **1–5** the difficulty · **F–O** a domain (the letter beside it; again "
+        "to untick) · **Enter** submits. In the name field, **Enter** starts.",
+        "快捷键：**A–E** 选答案 · **1–5** 难度 · **F–O** 领域（见各领域旁的字母；再按一次取消）· **Enter** 提交。"
+        "在姓名栏按 **Enter** 开始。",
+        "快速鍵：**A–E** 選答案 · **1–5** 難度 · **F–O** 領域（見各領域旁的字母；再按一次取消）· **Enter** 提交。"
+        "在姓名欄按 **Enter** 開始。",
+    ),
+    "practice_name": (
+        "Your name (local mode; Enter starts)",
+        "你的姓名（本地模式；按 Enter 开始）",
+        "你的姓名（本地模式；按 Enter 開始）",
+    ),
+    "practice_key": (
+        "Your key (this browser keeps it; an admin enters the operator's token)",
+        "你的密钥（此浏览器会保存；管理员填写运维令牌）",
+        "你的金鑰（此瀏覽器會保存；管理員填寫運維權杖）",
+    ),
+    "practice_licence": (
+        "I hold a TCM practitioner licence (asked once)",
+        "我持有中医执业资格证（只问一次）",
+        "我持有中醫執業資格證（只問一次）",
+    ),
+    "practice_licence_number": (
+        "Licence number (optional; kept private, never published)",
+        "执业证号（可选；保密，不会公开）",
+        "執業證號（可選；保密，不會公開）",
+    ),
+    "practice_start": ("Start / resume my block", "开始 / 继续我的题组", "開始 / 繼續我的題組"),
+    "practice_header": (
+        "Block {block} · item {position} of {size} · {kind}",
+        "第 {block} 组 · 第 {position} 题，共 {size} 题 · {kind}",
+        "第 {block} 組 · 第 {position} 題，共 {size} 題 · {kind}",
+    ),
+    "practice_answered": ("{n} answered", "已答 {n} 题", "已答 {n} 題"),
+    "practice_answer_one": ("Answer (one letter)", "答案（一个字母）", "答案（一個字母）"),
+    "practice_answer_many": ("Answer (two or more letters)", "答案（两个或以上字母）", "答案（兩個或以上字母）"),
+    "practice_domains": ("Domains (one to three)", "领域（一至三个）", "領域（一至三個）"),
+    "practice_difficulty": (
+        "Difficulty for you (1 easiest, 5 hardest)",
+        "对你而言的难度（1 最易，5 最难）",
+        "對你而言的難度（1 最易，5 最難）",
+    ),
+    "practice_flag": (
+        "Flag this item as incorrect (optional)",
+        "问题报错：标记本题有误（可选）",
+        "問題報錯：標記本題有誤（可選）",
+    ),
+    "practice_comment": ("Comment (optional)", "备注（可选）", "備註（可選）"),
+    "practice_pause": ("Pause", "暂停一下", "暫停一下"),
+    "practice_resume": ("Resume (paused)", "继续（已暂停）", "繼續（已暫停）"),
+    "practice_paused": (
+        "**Paused.** The item is hidden and this time is recorded as paused: press **Resume** to go on.",
+        "**已暂停。** 试题已隐藏，这段时间记为暂停：按 **继续** 接着作答。",
+        "**已暫停。** 試題已隱藏，這段時間記為暫停：按 **繼續** 接著作答。",
+    ),
+    "practice_submit": ("Submit and next", "提交并下一题", "提交並下一題"),
+    "practice_next": ("Start another block", "开始下一组", "開始下一組"),
+    "practice_missing": (
+        "⚠️ Still needed before this item can be recorded: {missing}.",
+        "⚠️ 记录本题之前还需要：{missing}。",
+        "⚠️ 記錄本題之前還需要：{missing}。",
+    ),
+    "practice_missing_answer": ("your **answer** (A–E)", "你的**答案**（A–E）", "你的**答案**（A–E）"),
+    "practice_missing_difficulty": (
+        "a **difficulty** from 1 to 5",
+        "1 到 5 的**难度**",
+        "1 到 5 的**難度**",
+    ),
+    "practice_missing_domain": ("at least one **domain**", "至少一个**领域**", "至少一個**領域**"),
+    "list_separator": ("; ", "；", "；"),
+    "practice_next_mine": (  # {s}: the English plural
+        "Your next block would complete **{n} subset item{s}** (items the study left short of raters).",
+        "你的下一组将补足 **{n} 道子集试题**（研究中作答人数不足的试题）。",
+        "你的下一組將補足 **{n} 道子集試題**（研究中作答人數不足的試題）。",
+    ),
+    "practice_next_any": (
+        "The next block would complete **{n} subset item{s}** (items the study left short of raters).",
+        "下一组将补足 **{n} 道子集试题**（研究中作答人数不足的试题）。",
+        "下一組將補足 **{n} 道子集試題**（研究中作答人數不足的試題）。",
+    ),
+    "practice_recorded": ("✅ Recorded.", "✅ 已记录。", "✅ 已記錄。"),
+    "practice_signed_in": ("Signed in as **{who}**.", "已登录：**{who}**。", "已登入：**{who}**。"),
+    "practice_welcome_back": (
+        "Welcome back, **{who}**: your block resumes where you left it.",
+        "欢迎回来，**{who}**：从你上次离开的地方继续。",
+        "歡迎回來，**{who}**：從你上次離開的地方繼續。",
+    ),
 }
 
-I18N = gr.I18n(**{locale: {key: texts[i] for key, texts in STRINGS.items()} for i, locale in enumerate(LOCALES)})
+I18N = gr.I18n(
+    **{
+        locale: {
+            **{key: texts[i] for key, texts in STRINGS.items()},
+            **{f"domain_{key}": names[locale] for key, names in DOMAIN_NAMES.items()},
+        }
+        for i, locale in enumerate(LOCALES)
+    }
+)
 
 
 def pick(tag: str | None) -> str | None:
@@ -229,9 +428,24 @@ def text(key: str, locale: str | None = None, **values: Any) -> str:
 
 
 def domain(key: str, locale: str | None = None) -> str:
-    """A domain's name in the caller's language (or ``locale``); an unknown key is shown as it is."""
-    names = DOMAIN_NAMES.get(key)
-    return names[locale or current()] if names else key
+    """A domain's name in the caller's language (or ``locale``); ``unrated`` too; an unknown key as it is."""
+    if key in DOMAIN_NAMES:
+        return DOMAIN_NAMES[key][locale or current()]
+    return text(f"domain_{key}", locale) if f"domain_{key}" in STRINGS else key
+
+
+def domain_names(frame: pd.DataFrame, column: str = "domain") -> pd.DataFrame:
+    """A table for the page with its ``column`` of domain keys shown as their names (the caller's language)."""
+    if column not in frame.columns:
+        return frame
+    return frame.assign(**{column: frame[column].map(lambda key: domain(str(key)))})
+
+
+def domain_label(key: str) -> Any:
+    """A domain's name for a component (a choice), translated in the browser."""
+    if key not in DOMAIN_NAMES:
+        raise KeyError(f"no domain {key!r} in tcmqa.schema.DOMAIN_NAMES")
+    return I18N(f"domain_{key}")
 
 
 # on page load: the locale the address or the browser asks for (the rule of :func:`pick`, as data), applied
@@ -271,7 +485,7 @@ def language_selector(demo: gr.Blocks) -> gr.Radio:
         elem_id="language",
         container=False,
         scale=0,
-        min_width=320,
+        min_width=420,  # the three names on one line beside the title
     )
     demo.load(None, None, selector, js=LOCALE_JS)
     selector.input(None, selector, None, js=SWITCH_JS)

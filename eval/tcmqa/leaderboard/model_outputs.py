@@ -134,6 +134,30 @@ def _rows_of(run: Run) -> pc.Expression:
     return (pc.field("model") == run.model) & (revision if run.revision else pc.field("revision").is_null() | revision)
 
 
+def read_run(
+    store: Store, data: str | None, run: Run, columns: Sequence[str], items: Collection[str] | None = None
+) -> pd.DataFrame:
+    """Every row of one run (``columns``, one row per item; ``items``: only those), read where it lies: only
+    that run's files and only ``columns`` (the published config filtered on model and revision). Empty for a
+    published run whose data has no outputs config."""
+    read = list(dict.fromkeys(["item_id", *columns]))
+    where = pc.field("item_id").isin(sorted(set(map(str, items)))) if items is not None else None
+    if run.source == RECORDED:
+        files = [str(f) for f in store.outputs_files(run.job)]
+        table = ds.dataset(files, format="parquet").to_table(columns=read, filter=where)
+    else:
+        source = _published_table(data) if data else None
+        if source is None:
+            return pd.DataFrame(columns=read)
+        keep = _rows_of(run) if where is None else _rows_of(run) & where
+        table = (
+            source.to_table(columns=read, filter=keep)
+            if isinstance(source, ds.Dataset)
+            else source.filter(keep).select(read)
+        )
+    return table.to_pandas().drop_duplicates("item_id", keep="last").reset_index(drop=True)
+
+
 def record_published(store: Store, data: str) -> int:
     """Aggregate, once, the outcome of each run the data publishes that the store does not hold yet
     (:meth:`tcmqa.store.Store.record_published`): the board's reference then counts imported rows on the
@@ -237,24 +261,9 @@ class ModelOutputs:
         files and only ``columns`` (the published config filtered on model and revision). Empty for a model
         without outputs."""
         run = self.runs().get(model)
-        read = list(dict.fromkeys(["item_id", *columns]))
         if run is None:
-            return pd.DataFrame(columns=read)
-        if run.source == RECORDED:
-            table = ds.dataset([str(f) for f in self.store.outputs_files(run.job)], format="parquet").to_table(
-                columns=read
-            )
-        else:
-            source = _published_table(self.data) if self.data else None
-            if source is None:
-                return pd.DataFrame(columns=read)
-            keep = _rows_of(run)
-            table = (
-                source.to_table(columns=read, filter=keep)
-                if isinstance(source, ds.Dataset)
-                else source.filter(keep).select(read)
-            )
-        return table.to_pandas().drop_duplicates("item_id", keep="last").reset_index(drop=True)
+            return pd.DataFrame(columns=list(dict.fromkeys(["item_id", *columns])))
+        return read_run(self.store, self.data, run, columns)
 
     def accuracy_on(self, item_ids: Sequence[str]) -> pd.DataFrame:
         """Every model's exact-match accuracy on ``item_ids`` from its one run: model, revision, items,

@@ -31,10 +31,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.gridspec import GridSpec
 
-from tcmqa import figures
+from tcmqa import figures, passmark
 from tcmqa.data import has_config, load_config
 from tcmqa.errata import data_errata
+from tcmqa.leaderboard import empty, lang
 from tcmqa.leaderboard.compare import UNRATED, Comparator
+from tcmqa.leaderboard.scale import Scale, Scales
 from tcmqa.rescore import corrected
 from tcmqa.results import PROBE_COLUMNS
 from tcmqa.schema import DOMAINS, RESULT_COLUMNS
@@ -87,28 +89,39 @@ class ModelPage:
     model: str
     n_items: int  # items the run scored
     n_subset: int  # of them in the subset
-    by_domain: pd.DataFrame  # domain, 領域, n, model %, practitioners %
+    by_domain: pd.DataFrame  # domain (a key; the page shows its name), n, model %, practitioners %
     by_difficulty: pd.DataFrame  # difficulty, n, model %, practitioners %
     by_consensus: pd.DataFrame  # practitioners correct ("k/N"), n, model %, practitioners %
     calibration: pd.DataFrame  # measure, value, meaning
     probes: pd.DataFrame  # measure, value, meaning
+    subset_items: int = 0  # items in the subset as it stands (the model's or not)
+    scale: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=SCALE_COLUMNS))
+    passes: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=PASS_COLUMNS))
     errata: int = 0  # the served data's errata its run was scored under (rescored from its predictions)
 
     def summary(self) -> str:
+        """What the page is on; where a part of it is empty, why and what to do (:mod:`tcmqa.leaderboard.empty`)."""
         if not self.n_items:
             return f"**{self.model}** has no outputs here."
         keys = f" Scored on the corpus's current keys ({self.errata} errata applied)." if self.errata else ""
-        return (
-            f"**{self.model}**: {self.n_items:,} items scored, {self.n_subset:,} of them in the practitioners' "
-            f"subset (the tables below are on those).{keys}"
-        )
+        if not self.n_subset:
+            text = empty.no_subset_items(self.model, self.n_items, self.subset_items)
+        else:
+            text = (
+                f"**{self.model}**: {self.n_items:,} items scored, {self.n_subset:,} of them in the practitioners' "
+                f"subset (the tables below are on those).{keys}"
+            )
+        facts = empty.no_facts(self.model, not self.calibration.empty, not self.probes.empty)
+        return f"{text}\n\n{facts}" if facts else text
 
     def domain_figure(self) -> Figure:
         domains = self.by_domain[(self.by_domain["domain"] != UNRATED) & (self.by_domain["n"] > 0)]  # no gaps
         series = {PRACTITIONERS: _values(domains, "practitioners %"), self.model: _values(domains, "model %")}
         title = f"{self.model}: per-domain accuracy against the practitioners"
         return _closed(
-            figures.accuracy_by_domain_draw({"title": title, "domains": list(domains["domain"]), "series": series})
+            figures.accuracy_by_domain_draw(  # English names: the figures have no CJK font
+                {"title": title, "domains": [lang.domain(k, "en") for k in domains["domain"]], "series": series}
+            )
         )
 
     def difficulty_figure(self) -> Figure:
@@ -176,7 +189,6 @@ def model_page(model: str, run: pd.DataFrame, subset: pd.DataFrame, row: dict[st
     domains = on.explode("domain")
     keys = [*DOMAINS, *([UNRATED] if (domains["domain"] == UNRATED).any() else [])]
     by_domain = _side_by_side(domains, "domain", keys)
-    by_domain.insert(1, "領域", by_domain["domain"].map(lambda k: DOMAINS.get(k, "未分類")))
     on["difficulty"] = figures._item_rating(on) if len(on) else pd.Series(dtype=int)
     levels = [*([0] if (on["difficulty"] == 0).any() else []), *DIFFICULTY_LEVELS]
     by_difficulty = _side_by_side(on, "difficulty", levels)
@@ -195,6 +207,7 @@ def model_page(model: str, run: pd.DataFrame, subset: pd.DataFrame, row: dict[st
         by_consensus,
         _facts(row, CALIBRATION),
         _facts(row, PROBES),
+        subset["item_id"].nunique(),
     )
 
 
@@ -202,8 +215,15 @@ class ModelPages:
     """Model pages over the data the Space serves and its store. ``source``: the :class:`Comparator`
     (corpus and runs); ``practice``: the Space's ``PracticeLoader`` when practitioner mode is on."""
 
-    def __init__(self, source: Comparator, practice: Any = None):
+    def __init__(
+        self,
+        source: Comparator,
+        practice: Any = None,
+        scales: Scales | None = None,
+        pass_mark: float = passmark.PASS_MARK,
+    ):
         self.source, self.practice = source, practice
+        self.scales, self.pass_mark = scales, passmark.check_mark(pass_mark)
         self._published_subset: pd.DataFrame | None = None
 
     def subset(self) -> pd.DataFrame:
@@ -236,8 +256,72 @@ class ModelPages:
         run = corrected(self.source.outputs.of(model, columns), self.errata)
         corpus = self.source.corpus
         run = run[run["item_id"].isin(set(corpus.loc[~corpus["flagged"].astype(bool), "id"]))]
-        page = model_page(model, run, self.subset(), self.results_row(model))
-        return dataclasses.replace(page, errata=len(self.errata))
+        row = self.results_row(model)
+        page = model_page(model, run, self.subset(), row)
+        chosen = self.source.outputs.runs().get(model)
+        latest = self.scales.latest if self.scales is not None else None
+        return dataclasses.replace(
+            page,
+            errata=len(self.errata),
+            scale=on_scale(model, chosen.revision if chosen else None, latest),
+            passes=pass_scopes(run, corpus, row, self.pass_mark) if len(run) else page.passes,
+        )
+
+
+SCALE_COLUMNS = ["measure", "value", "meaning"]
+PASS_COLUMNS = ["scope", "items", "accuracy %", "passes"]
+NOT_ON_SCALE = (
+    "not fitted yet: the scale is fitted in the background over the comparable models (full coverage, the served "
+    "data) and the practitioners"
+)
+
+
+def pass_scopes(
+    run: pd.DataFrame, corpus: pd.DataFrame, row: dict[str, Any] | None, mark: float = passmark.PASS_MARK
+) -> pd.DataFrame:
+    """The model's pass at ``mark`` on its scored items (``run``: ``item_id``, ``correct``), on fresh items where
+    its results row has them, and in each unit (the corpus's domains): :data:`PASS_COLUMNS`."""
+    domains = corpus.set_index("id")["domains"].reindex(run["item_id"]).tolist()
+    right = run["correct"].astype(bool).to_numpy()[:, None]
+    fresh = None
+    if row and row.get("fresh") is not None and not pd.isna(row["fresh"]):
+        fresh = pd.DataFrame([{"model": "m", "n_items": int(row.get("n_fresh") or 0), "accuracy": row["fresh"]}])
+    table = passmark.pass_rows(["m"], np.ones_like(right), right, domains, mark, fresh)
+    scope = table["scope"].map(
+        lambda s: (
+            {"full": "full corpus", "fresh": "fresh items"}.get(s)
+            or f"unit: {DOMAINS[s.removeprefix('domain:')]} ({s.removeprefix('domain:')})"
+        )
+    )
+    return pd.DataFrame(
+        {
+            "scope": scope,
+            "items": table["n_items"],
+            "accuracy %": table["accuracy"].round(2),
+            "passes": table["passes"].map({True: passmark.YES, False: passmark.NO}),
+        },
+        columns=PASS_COLUMNS,
+    )
+
+
+def on_scale(model: str, revision: str | None, latest: Scale | None) -> pd.DataFrame:
+    """The model's ability and its SE on the one scale (:data:`SCALE_COLUMNS`); empty when not fitted."""
+    models = latest.abilities[latest.abilities["kind"] == "model"] if latest is not None else pd.DataFrame()
+    mine = models[models["name"] == model] if len(models) else models
+    if revision is not None and len(mine) and (mine["revision"] == revision).any():
+        mine = mine[mine["revision"] == revision]
+    if latest is None or mine.empty:
+        return pd.DataFrame([("Ability", "", NOT_ON_SCALE)], columns=SCALE_COLUMNS)
+    theta, se = float(mine["theta"].iloc[-1]), float(mine["theta_se"].iloc[-1])
+    people = latest.practitioners()["theta"]
+    rows = [
+        ("Ability", round(theta, 2), "on the one scale of the comparable models and the practitioners (2PL)"),
+        ("Ability SE", round(se, 2), "its standard error"),
+        ("Models below", f"{int((models['theta'] < theta).sum())} of {len(models) - 1}", "comparable models"),
+    ]
+    if len(people):
+        rows.append(("Practitioners below", f"{int((people < theta).sum())} of {len(people)}", "each on their items"))
+    return pd.DataFrame(rows, columns=SCALE_COLUMNS)
 
 
 SUBSET_COLUMNS = ["item_id", "n_raters", "n_correct", "majority_correct", "rater_domains", "rater_difficulty"]

@@ -212,20 +212,23 @@ class Reference:
             if not n[i]:
                 out.append({**row, "subset_version": row.get("subset_version") or "as recorded"})
                 continue
-            subset, reference = 100 * right[i] / n[i], 100 * human[i] / n[i]
-            out.append(
-                {
-                    **row,
-                    "subset": float(subset),
-                    "subset_ci_low": float(low[i]),
-                    "subset_ci_high": float(high[i]),
-                    "human_reference": float(reference),
-                    "delta_human": float(subset - reference),
-                    "n_subset": int(n[i]),
-                    "subset_version": self.version,
-                }
-            )
+            out.append({**row, **subset_fields(n[i], right[i], human[i], low[i], high[i], self.version)})
         return out
+
+
+def subset_fields(n: int, right: int, human: int, low: float, high: float, version: str) -> dict[str, Any]:
+    """A row's subset columns from its counts (``n`` > 0) and Subset's interval (``low``, ``high``): the one
+    place Subset, the practitioners' reference and Δ human are derived from [n, right, human]."""
+    subset, reference = 100 * right / n, 100 * human / n
+    return {
+        "subset": float(subset),
+        "subset_ci_low": float(low),
+        "subset_ci_high": float(high),
+        "human_reference": float(reference),
+        "delta_human": float(subset - reference),
+        "n_subset": int(n),
+        "subset_version": version,
+    }
 
 
 def _digest(majority: Mapping[str, bool]) -> str:

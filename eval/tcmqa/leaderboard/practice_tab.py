@@ -6,6 +6,7 @@ finished block; the study lead's console for admins. Its gradio components and h
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from typing import Any
@@ -13,28 +14,24 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from tcmqa.leaderboard import identity
+from tcmqa.leaderboard import identity, lang
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.adjudication_tab import adjudication_console_section, adjudication_review_section
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.fresh_tab import fresh_items_section, pool_console_section
+from tcmqa.leaderboard.lang import t
 from tcmqa.leaderboard.practice.text import review_markdown
 from tcmqa.leaderboard.settings import Settings
 
-PRACTICE_HINT = (
-    "Licensed TCM practitioners answer the same items as the models, under the paper's protocol: a fixed "
-    "private block of items, one item per screen, the answer, one to three domains, a difficulty from 1 to 5, "
-    "and a flag for a defective item. Your answers are stored at once; come back any time to resume. The "
-    "reference answers are shown only once your block is complete."
-)
-KEYS_HINT = "Keys: **A–E** choose an answer · **1–5** the difficulty · **Enter** submits."
-DOMAIN_CHOICES = [(f"{zh} ({key})", key) for key, zh in practice_lib.DOMAINS.items()]
+# each domain's key on the keyboard (shown beside it; A-E are the answers, 1-5 the difficulty)
+DOMAIN_KEYS = dict(zip(practice_lib.DOMAINS, "FGHIJKLMNO", strict=True))
+DOMAIN_CHOICES = [(f"{letter} · " + lang.domain_label(key), key) for key, letter in DOMAIN_KEYS.items()]
 LETTERS = list("ABCDE")
-PAUSE_LABEL, RESUME_LABEL = "暫停一下 Pause", "繼續 Resume (paused)"
-PAUSED_TEXT = "**Paused.** The item is hidden and this time is recorded as paused: press **繼續 Resume** to go on."
 # local mode: the browser remembers the name and the key of its last successful start, so a reload resumes the
 # block by itself (the key is the session's secret: tcmqa.leaderboard.identity)
+# (and after Enter in the name or key field, that field lets go of the focus: the item's keys work at once)
 REMEMBER_JS = """(name, key) => {
+  if (document.activeElement?.closest?.("#practice-name, #practice-key")) document.activeElement.blur();
   if (name && key) {
     localStorage.setItem("tcmqa-practitioner", name);
     localStorage.setItem("tcmqa-practitioner-key", key);
@@ -49,13 +46,15 @@ KEY_NOTE = (
     "enter your name and this key there (keep it private): `{key}`"
 )
 HEARTBEAT_S = 10  # the open item's page says it is still there this often
-# A-E pick an answer, 1-5 a difficulty, Enter submits: never while typing in a text field, never with no item
-# on screen (paused, the block over, another tab shown); Enter submits wherever the focus is (a button, the
-# one-line comment included; an input method's Enter that commits a composition is left alone)
+# A-E pick an answer, 1-5 a difficulty, F-O tick or untick a domain (DOMAIN_KEYS), Enter submits: never while
+# typing in a text field, never with no item on screen (paused, the block over, another tab shown); Enter submits
+# wherever the focus is (a button, the one-line comment included; an input method's Enter that commits a
+# composition is left alone)
 KEYS_JS = """
 () => {
   if (window.__tcmqaKeys) return;
   window.__tcmqaKeys = true;
+  const domainKeys = DOMAIN_KEYS;
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
     const t = e.target;
@@ -66,7 +65,9 @@ KEYS_JS = """
     if ((typing && !inComment) || !work || !work.checkVisibility()) return;
     const key = e.key.length === 1 ? e.key.toUpperCase() : e.key;
     let target = null;
-    if ("ABCDE".includes(key) && key.length === 1) {
+    if (key.length === 1 && key in domainKeys) {
+      target = document.querySelector(`#practice-domains input[name="${domainKeys[key]}"]`);
+    } else if ("ABCDE".includes(key) && key.length === 1) {
       target = document.querySelector(`#practice-single input[value="${key}"]`) ||
         document.querySelector(`#practice-multi input[name="${key}"]`);
     } else if ("12345".includes(key) && key.length === 1) {
@@ -81,18 +82,18 @@ KEYS_JS = """
     }
   }, true);
 }
-"""
+""".replace("DOMAIN_KEYS", json.dumps({letter: key for key, letter in DOMAIN_KEYS.items()}), 1)
 
 
 def _missing(answer: list[str], difficulty: Any, domains: list[str]) -> list[str]:
     """What the practitioner has still to give before this item can be recorded (the flag and comment are optional)."""
     missing = []
     if not answer:
-        missing.append("your **answer** (A–E)")
+        missing.append(lang.text("practice_missing_answer"))
     if not difficulty:
-        missing.append("a **difficulty** from 1 to 5")
+        missing.append(lang.text("practice_missing_difficulty"))
     if not domains:
-        missing.append("at least one **domain**")
+        missing.append(lang.text("practice_missing_domain"))
     return missing
 
 
@@ -142,7 +143,8 @@ def practitioners_tab(
     """
     refusals = (practice_lib.NotAllowed, practice_lib.DailyCapReached, ValueError)
     clocks = practice_lib.ItemClocks()
-    visitor_note: dict[str, str] = {}  # the page-load note for visitors, by the practice version it was made at
+    # the page-load note for visitors, by language, for the practice version it was made at ("version")
+    visitor_note: dict[str, str] = {}
 
     def is_admin(who: str | None) -> bool:
         return bool(who) and who in settings.practice_admins
@@ -151,8 +153,8 @@ def practitioners_tab(
         """The item's controls as the clock stands: the button always says the true state."""
         return {
             work: gr.update(visible=not paused),
-            paused_note: gr.update(visible=paused, value=PAUSED_TEXT if paused else ""),
-            pause_button: gr.update(value=RESUME_LABEL if paused else PAUSE_LABEL),
+            paused_note: gr.update(visible=paused, value=lang.text("practice_paused") if paused else ""),
+            pause_button: gr.update(value=lang.text("practice_resume" if paused else "practice_pause")),
             submit_button: gr.update(interactive=not paused),
         }
 
@@ -196,7 +198,7 @@ def practitioners_tab(
             item_box: gr.update(visible=True),
             review_box: gr.update(visible=False),
             report: "",
-            header: f"**{view.header()}** · {view.answered} answered",
+            header: f"**{view.header()}** · {lang.text('practice_answered', n=view.answered)}",
             question: practice_lib.item_markdown(view),
             single: gr.update(choices=letters, value=None, visible=not is_multi),
             multi: gr.update(choices=letters, value=[], visible=is_multi),
@@ -211,9 +213,7 @@ def practitioners_tab(
         n = 0 if is_admin(who) else p.next_block_completes(who)
         if not n:
             return ""
-        items = f"{n} subset item" + ("s" if n != 1 else "")
-        whose = "Your next block" if who else "The next block"
-        return f"{whose} would complete **{items}** (items the study left short of raters)."
+        return lang.text("practice_next_mine" if who else "practice_next_any", n=n, s="s" if n != 1 else "")
 
     def refused(text: str, who: str | None = None) -> dict[Any, Any]:
         return {note: text, **console_view(who)}
@@ -241,7 +241,7 @@ def practitioners_tab(
                 if is_admin(who):  # never a rater (Practice refuses it): the console reads everyone's work
                     return refused(f"Signed in as **{who}**, a study lead: the console is below.", who)
                 return refused("❌ Confirm that you hold a TCM licence to answer.", who)
-            return screen(who, f"Signed in as **{who}**.")
+            return screen(who, lang.text("practice_signed_in", who=who))
         except refusals as err:
             return refused(f"❌ {err}", who)
 
@@ -253,8 +253,12 @@ def practitioners_tab(
                 p = practice.get()
                 version = p.store.practice_version()
                 if visitor_note.get("version") != version:
-                    visitor_note.update(version=version, text=next_block_note(p, None))
-                return {next_info: visitor_note["text"]}
+                    visitor_note.clear()
+                    visitor_note["version"] = version
+                locale = lang.current()
+                if locale not in visitor_note:
+                    visitor_note[locale] = next_block_note(p, None)
+                return {next_info: visitor_note[locale]}
             except Exception as err:  # the data may be unreachable: logged; the tab says so when they start
                 reported(err, "practice_resume")
                 return {note: gr.update()}
@@ -262,7 +266,7 @@ def practitioners_tab(
         try:
             if not practice.get().status(who)["confirmed"]:
                 return {**out, **console_view(who)}
-            return {**out, **screen(who, f"Welcome back, **{who}**: your block resumes where you left it.")}
+            return {**out, **screen(who, lang.text("practice_welcome_back", who=who))}
         except refusals as err:
             return {**out, **refused(f"❌ {err}", who)}
 
@@ -284,7 +288,7 @@ def practitioners_tab(
         answer = [one] if one else list(many or [])
         missing = _missing(answer, level, list(chosen_domains or []))
         if missing:
-            return {error: "⚠️ Still needed before this item can be recorded: " + "; ".join(missing) + "."}
+            return {error: lang.text("practice_missing", missing=lang.text("list_separator").join(missing))}
         now = time.time()
         timed = clocks.times(who, item, now)
         if timed is not None:
@@ -312,7 +316,7 @@ def practitioners_tab(
             return refused(f"❌ {err}", who)
         clocks.done(who, item)
         try:
-            return screen(who, "✅ Recorded." if recorded else "This item was already recorded.")
+            return screen(who, lang.text("practice_recorded") if recorded else "This item was already recorded.")
         except refusals as err:
             return refused(f"❌ {err}", who)
 
@@ -416,22 +420,20 @@ def practitioners_tab(
         except refusals as err:
             return f"❌ {err}", None
 
-    gr.Markdown(PRACTICE_HINT)
+    gr.Markdown(t("practice_hint"))
     if settings.hosted:
         gr.LoginButton()
     with gr.Row(visible=not settings.hosted):  # local mode: the name and its key (hosted: the signed-in account)
-        name = gr.Textbox(label="Your name (local mode)", elem_id="practice-name")
+        name = gr.Textbox(label=t("practice_name"), elem_id="practice-name")
         key_box = gr.Textbox(
-            label="Your key (this browser keeps it; an admin enters the operator's token)",
+            label=t("practice_key"),
             type="password",
             elem_id="practice-key",
         )
     with gr.Row():
-        licence = gr.Checkbox(label="I hold a TCM practitioner licence (asked once)", elem_id="practice-licence")
-        number = gr.Textbox(
-            label="Licence number (optional; kept private, never published)", elem_id="practice-licence-number"
-        )
-    start_button = gr.Button("Start / resume my block", variant="primary", elem_id="practice-start")
+        licence = gr.Checkbox(label=t("practice_licence"), elem_id="practice-licence")
+        number = gr.Textbox(label=t("practice_licence_number"), elem_id="practice-licence-number")
+    start_button = gr.Button(t("practice_start"), variant="primary", elem_id="practice-start")
     note = gr.Markdown(elem_id="practice-note")
     next_info = gr.Markdown(elem_id="practice-next-info")
     item_id = gr.Textbox(visible=False, elem_id="practice-item")
@@ -441,26 +443,22 @@ def practitioners_tab(
             question = gr.Markdown(elem_id="practice-question")
             # every letter is a choice from the start: a submission in a session the server does not know (after
             # a restart) still passes gradio's check; each item's screen labels them with its options
-            single = gr.Radio(LETTERS, label="Answer (one letter)", visible=False, elem_id="practice-single")
-            multi = gr.CheckboxGroup(
-                LETTERS, label="Answer (two or more letters)", visible=False, elem_id="practice-multi"
-            )
-            domains = gr.CheckboxGroup(DOMAIN_CHOICES, label="Domains (one to three)", elem_id="practice-domains")
-            difficulty = gr.Radio(
-                [1, 2, 3, 4, 5], label="Difficulty for you (1 easiest, 5 hardest)", elem_id="practice-difficulty"
-            )
+            single = gr.Radio(LETTERS, label=t("practice_answer_one"), visible=False, elem_id="practice-single")
+            multi = gr.CheckboxGroup(LETTERS, label=t("practice_answer_many"), visible=False, elem_id="practice-multi")
+            domains = gr.CheckboxGroup(DOMAIN_CHOICES, label=t("practice_domains"), elem_id="practice-domains")
+            difficulty = gr.Radio([1, 2, 3, 4, 5], label=t("practice_difficulty"), elem_id="practice-difficulty")
             with gr.Row():
-                flagged = gr.Checkbox(label="問題報錯 Flag this item as incorrect (optional)", elem_id="practice-flag")
-                comment = gr.Textbox(label="Comment (optional)", max_length=500, elem_id="practice-comment")
-        paused_note = gr.Markdown(PAUSED_TEXT, visible=False, elem_id="practice-paused")
+                flagged = gr.Checkbox(label=t("practice_flag"), elem_id="practice-flag")
+                comment = gr.Textbox(label=t("practice_comment"), max_length=500, elem_id="practice-comment")
+        paused_note = gr.Markdown(t("practice_paused"), visible=False, elem_id="practice-paused")
         error = gr.Markdown(elem_id="practice-error")
         with gr.Row():
-            pause_button = gr.Button(PAUSE_LABEL, elem_id="practice-pause")
-            submit_button = gr.Button("Submit and next", variant="primary", elem_id="practice-submit")
-        gr.Markdown(KEYS_HINT, elem_id="practice-keys")
+            pause_button = gr.Button(t("practice_pause"), elem_id="practice-pause")
+            submit_button = gr.Button(t("practice_submit"), variant="primary", elem_id="practice-submit")
+        gr.Markdown(t("practice_keys"), elem_id="practice-keys")
     with gr.Column(visible=False, elem_id="practice-review-box") as review_box:
         report = gr.Markdown(elem_id="practice-report")
-        next_button = gr.Button("Start another block", elem_id="practice-next")
+        next_button = gr.Button(t("practice_next"), elem_id="practice-next")
     heartbeat_timer = gr.Timer(HEARTBEAT_S)
     fresh_items_section(practice, guard, [name, key_box], demo)  # writing and reviewing fresh items
     adjudication_review_section(practice, guard, [name, key_box])  # a reviewer's verdicts on suspect keys
@@ -528,9 +526,14 @@ def practitioners_tab(
         console_box,
         report,
     ]
-    start_button.click(start, [*caller, licence, number], screen_outputs, api_name="practice_start").success(
-        None, caller, None, js=REMEMBER_JS
-    )
+    # Enter in the name (or key) field starts, as the button does
+    gr.on(
+        [start_button.click, name.submit, key_box.submit],
+        start,
+        [*caller, licence, number],
+        screen_outputs,
+        api_name="practice_start",
+    ).success(None, caller, None, js=REMEMBER_JS)
     # the remembered name and key fill their fields first: every later call of the page (the heartbeat too) sends them
     demo.load(None, None, caller, js=RECALL_JS).then(
         resume, caller, screen_outputs, api_name=False, show_progress="hidden"

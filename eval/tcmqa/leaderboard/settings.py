@@ -11,6 +11,7 @@ from tcmqa.ingest import DEFAULT_PSEUDONYM_KEY
 from tcmqa.leaderboard.identity import check_admin_token
 from tcmqa.leaderboard.practice.core import ABANDON_AFTER_S
 from tcmqa.leaderboard.validation import Policy
+from tcmqa.passmark import PASS_MARK, check_mark
 from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import BLOCK_SIZE, HUB_ID, RATERS_PER_ITEM
 
@@ -28,6 +29,7 @@ class Settings:
     rate_limit: int
     rate_window_h: float
     refresh_s: float
+    pass_mark: float = PASS_MARK  # percent: the board's Passes column and the plots' line (TCMQA_PASS_MARK)
     publish: bool = False  # publish finished evaluations to the Hub (hosted default)
     results_repo: str = HUB_ID  # the dataset repo whose results/outputs configs receive them
     requests_repo: str = f"{HUB_ID}-requests"  # the public mirror of the requests (status, reason, times)
@@ -77,6 +79,7 @@ class Settings:
             rate_limit=int(env("TCMQA_RATE_LIMIT", "5")),
             rate_window_h=float(env("TCMQA_RATE_WINDOW_H", "24")),
             refresh_s=float(env("TCMQA_REFRESH_S", "10")),
+            pass_mark=pass_mark(env("TCMQA_PASS_MARK")),
             publish=env("TCMQA_PUBLISH", "1" if hosted else "0") == "1",
             results_repo=env("TCMQA_RESULTS_REPO", HUB_ID),
             requests_repo=env("TCMQA_REQUESTS_REPO", f"{HUB_ID}-requests"),
@@ -114,3 +117,17 @@ class Settings:
             rate_limit=self.rate_limit,
             rate_window_s=self.rate_window_h * 3600,
         )
+
+
+def pass_mark(value: str | None) -> float:
+    """``TCMQA_PASS_MARK`` as a mark (:func:`tcmqa.passmark.check_mark`'s rule); unset: the exam's 60%."""
+    if value is None or not value.strip():
+        return PASS_MARK
+    try:
+        mark = float(value)
+    except ValueError:
+        raise ValueError(f"TCMQA_PASS_MARK={value!r} is not a number: set a percentage such as {PASS_MARK:g}") from None
+    try:
+        return check_mark(mark)
+    except ValueError as err:
+        raise ValueError(f"TCMQA_PASS_MARK: {err}") from None

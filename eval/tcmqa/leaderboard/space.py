@@ -15,7 +15,7 @@ import pandas as pd
 from tcmqa import forms
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard import lang, model_outputs, queue, tabs
+from tcmqa.leaderboard import empty, lang, model_outputs, outcomes, queue, tabs
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.about import about_markdown
 from tcmqa.leaderboard.errors import reported
@@ -25,6 +25,7 @@ from tcmqa.leaderboard.identity import Guard
 from tcmqa.leaderboard.lang import language_selector, t, tab_labels
 from tcmqa.leaderboard.practice_tab import practitioners_tab
 from tcmqa.leaderboard.rescored import Rescorer
+from tcmqa.leaderboard.scale import Scales
 from tcmqa.leaderboard.settings import Settings
 from tcmqa.leaderboard.validation import KINDS, Rejected, enqueue, submitter, upgrade, validate
 from tcmqa.store import EVAL, QUICK, Store, open_store
@@ -44,18 +45,22 @@ def build_app(
     policy = settings.policy()
     # the study read from its pinned source, the Space's pseudonym key, N raters, admins (Settings owns them)
     practice = practice_lib.PracticeLoader(settings.data, store, **settings.practice_options())
+    # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
+    explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
+    # the one scale of models and practitioners, fitted in the background over what the explorer serves
+    explorer.scales = Scales(outcomes.shared(store), explorer.responses, explorer.domains)
     served = served_fingerprint(settings.data)
     board = board_lib.Board(
         store,
         data_fingerprint=served,
         practice=practice if settings.practice else None,
         raters=settings.practice_raters,
+        scales=explorer.scales,
+        pass_mark=settings.pass_mark,
         rescorer=Rescorer(store, settings.data, served),  # the data's errata: earlier runs rescored on its keys
     )
     # the published runs' outcomes, aggregated once into the store: the board counts imported rows on the current subset
     threading.Thread(target=model_outputs.record_published, args=(store, settings.data), daemon=True).start()
-    # the explorer withholds the answer of any item in a block still being answered (tcmqa.leaderboard.explorer)
-    explorer = Explorer(settings.data, store, practice if settings.practice else None, settings.practice_raters)
     # who is calling, for every handler: a public view, a practitioner's session or an admin's action
     guard = Guard(
         hosted=settings.hosted, admins=settings.practice_admins, admin_token=settings.admin_token, store=store
@@ -85,6 +90,34 @@ def build_app(
             descending,
             board_lib.COMPARISONS if comparisons is None else comparisons,
         )
+
+    @guard.public
+    def board_note(
+        search: str,
+        families: list[str],
+        size_min: float | None,
+        size_max: float | None,
+        origins: list[str],
+        columns: list[str],
+        sort_by: str,
+        descending: bool,
+        comparisons: list[str] | None = None,
+    ) -> str:
+        """Why the shown rows' blank Subset and Δ human cells are blank (whichever columns are chosen)."""
+        groups = board_lib.COMPARISONS if comparisons is None else comparisons
+        rows = board_lib.select(
+            board.frame(),
+            search,
+            families or (),
+            size_min,
+            size_max,
+            origins or (),
+            board_lib.CHOICES,
+            "Full",
+            True,
+            groups,
+        )
+        return empty.blank_subset(rows)
 
     @guard.public
     def refresh_families(current: list[str]) -> Any:
@@ -202,17 +235,23 @@ def build_app(
             table = gr.Dataframe(
                 interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label=board_lib.LEGEND
             )
+            gr.Markdown(board_lib.pass_note(settings.pass_mark), elem_id="board-pass-mark")
+            note = gr.Markdown(elem_id="board-note")  # why a row's Subset and Δ human are blank
             inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending, comparisons]
             for control in inputs:
                 control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
             gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
             timer.tick(refresh_families, families, families, api_name=False, show_progress="hidden")
+            triggers = [demo.load, timer.tick, *[control.change for control in inputs]]
+            gr.on(triggers, board_note, inputs, note, api_name=False, show_progress="hidden")
         tabs.plots_tab(board, demo, timer, guard.public)  # the paper's Figure 2 and the Subset bars
         with gr.Tab(
             t("tab_explorer"), elem_id="tab-explorer"
         ):  # search, filters, pages of items; the item page a row opens
             item_id = explorer_tab(explorer, board, demo, guard.public)
-        tabs.analysis_tabs(settings, store, practice, item_id, demo, guard.public)  # Compare and Model
+        tabs.analysis_tabs(  # Compare and Model
+            settings, store, practice, item_id, demo, guard.public, board, explorer.scales
+        )
         with gr.Tab(t("tab_submit"), elem_id="tab-submit"):
             if settings.hosted:
                 gr.LoginButton()

@@ -24,7 +24,7 @@ from tcmqa import forms
 from tcmqa.leaderboard.practice.admin import PracticeAdmin
 from tcmqa.leaderboard.practice.core import NotAllowed, open_items
 
-SUSPECT_COLUMNS = ["rank", "item_id", "score", "key", "alternative", "reason", "adjudication"]
+SUSPECT_COLUMNS = ["rank", "item_id", "score", "key", "alternative", "adjudication", "reason"]
 LEAD_COLUMNS = ["rank", "item_id", "key", "reviewers", "verdicts", "status", "decision"]
 MINE_COLUMNS = ["item_id", "assigned", "to do"]
 EVIDENCE_FIELDS = [  # what a reviewer reads after their verdict: the suspect list's numbers behind the rank
@@ -33,6 +33,7 @@ EVIDENCE_FIELDS = [  # what a reviewer reads after their verdict: the suspect li
     "models_answered", "discrimination", "discrimination_se", "difficulty", "flags", "comments",
 ]  # fmt: skip
 MAX_COMMENT = 1000
+SHOWN = 200  # the console's suspect list: the most suspect items (the whole list is `tcmqa report`'s file)
 
 
 class PracticeAdjudication(PracticeAdmin):
@@ -43,11 +44,14 @@ class PracticeAdjudication(PracticeAdmin):
 
     # -- the study lead -------------------------------------------------------------------------------------
     def suspects(self, admin: str | None) -> pd.DataFrame:
-        """The ranked suspect list with each item's adjudication status (computed once per store state)."""
+        """The :data:`SHOWN` most suspect items with each one's adjudication status (computed once per store state;
+        a browser table of every item, 38,279 rows of reasons, would stall the page)."""
         self._admin(admin)
-        ranked = self._suspects()
+        ranked = self._suspects().head(SHOWN)
         state = {a["item_id"]: rules.status(a["reviews"]) for a in self.store.adjudications()}
-        shown = ranked.assign(adjudication=[state.get(i, "") for i in ranked["item_id"]])
+        shown = ranked.assign(
+            adjudication=[state.get(i, "") for i in ranked["item_id"]], score=ranked["score"].round(2)
+        )
         return shown[SUSPECT_COLUMNS]
 
     def _suspects(self) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tcmqa import forms
+from tcmqa.leaderboard import lang
 from tcmqa.leaderboard.practice.core import NotAllowed, PracticeCore
 from tcmqa.schema import DOMAINS, MAX_DOMAINS_PER_RESPONSE
 from tcmqa.store.practice import PracticeSnapshot, SlotPlan
@@ -31,6 +32,7 @@ class ItemView:
 
     item_id: str
     block: int
+    number: int  # the block as the practitioner reads it (PracticeCore.block_number)
     position: int  # 1-based within the block
     block_size: int
     answered: int
@@ -39,8 +41,9 @@ class ItemView:
     answer_type: str  # "single" | "multi": the header says it, as on the platform
 
     def header(self) -> str:
-        kind = "多选题 (multi-answer)" if self.answer_type == "multi" else "单选题 (single-answer)"
-        return f"Block {self.block} · item {self.position} of {self.block_size} · {kind}"
+        """The item's line above its stem, in the caller's language."""
+        kind = lang.text("multi_answer" if self.answer_type == "multi" else "single_answer")
+        return lang.text("practice_header", block=self.number, position=self.position, size=self.block_size, kind=kind)
 
 
 def _stratum(item: dict) -> tuple[str, int, str]:
@@ -199,6 +202,7 @@ class PracticeAssignment(PracticeCore):
                 return ItemView(
                     item_id=item_id,
                     block=block,
+                    number=self.block_number(block),
                     position=position + 1,
                     block_size=len(items),
                     answered=len(answered),

@@ -138,6 +138,11 @@ class PracticeCore:
         self._cache_lock = threading.Lock()
         self._cache: tuple[tuple[str, bool], Any] | None = None
 
+    def block_number(self, block: int) -> int:
+        """A Space block as its practitioners read it: counted from 1 (the store numbers the Space's blocks on
+        from the imported study's, from 0); the study lead's console keeps the store's numbers."""
+        return block - self.first_block + 1
+
     def status(self, account: str | None) -> dict[str, Any]:
         """What the account may do now: signed in, confirmed, excluded (its reason is not shown to others)."""
         if not account:

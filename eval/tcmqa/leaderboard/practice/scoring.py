@@ -24,6 +24,17 @@ from tcmqa.store.practice import PracticeSnapshot
 REVIEW_MODELS = 10  # the models whose answers a block's review shows beside each item
 
 
+def on_served_keys(rows: Iterable[dict], items: dict[str, dict]) -> list[dict]:
+    """The study's response rows scored on the keys the Space serves (``items``, its corpus), as its own
+    responses are: a study pinned before an erratum keeps a corrected item's rows, each ``correct`` again on the
+    new key, and loses a dropped item's (not in the corpus any more)."""
+    return [
+        {**r, "correct": list(r["selected"]) == list(items[r["item_id"]]["answer"])}
+        for r in rows
+        if r["item_id"] in items
+    ]
+
+
 class PracticeScoring(PracticeCore):
     """The practitioner's report, the ``responses`` and ``subset`` configs, the human reference."""
 
@@ -106,10 +117,10 @@ class PracticeScoring(PracticeCore):
         )
         by_domain["accuracy"] = (100 * by_domain["accuracy"]).round(1)
         by_domain["agreement"] = (100 * by_domain["agreement"].astype(float)).round(1)
-        by_domain.insert(1, "domain_zh", by_domain["domain"].map(DOMAINS))
         agree = frame["agree"].dropna()
         return {
             "block": block,
+            "number": self.block_number(block),
             "items": len(items),
             "accuracy": round(100 * float(frame["correct"].mean()), 2),
             "agreement": None if agree.empty else round(100 * float(agree.mean()), 2),
@@ -124,9 +135,9 @@ class PracticeScoring(PracticeCore):
         n = self._block_raters(snap, block)
         done = sum(counts(snap, a) and finished(snap, a) for a in snap.assignments if a["block"] == block)
         raise ReviewWaits(
-            f"You have answered every item of block {block}. Its review opens once all its {n} raters have "
-            f"finished it ({done} of {n} so far): until then nobody sees the reference or anyone else's choices. "
-            "Come back to it later, or start your next block."
+            f"You have answered every item of block {self.block_number(block)}. Its review opens once all its {n} "
+            f"raters have finished it ({done} of {n} so far): until then nobody sees the reference or anyone "
+            "else's choices. Come back to it later, or start your next block."
         )
 
     def models_on(self, item_ids: Sequence[str]) -> pd.DataFrame:
@@ -179,7 +190,8 @@ class PracticeScoring(PracticeCore):
             if self._cache is not None and self._cache[0] == (version, include_flagged):
                 return self._cache[1]
         withheld = self._open_items(self.store.practice_snapshot())
-        responses = [r for r in self.imported if r["item_id"] not in withheld] + self.response_rows()
+        study = [r for r in on_served_keys(self.imported, self.items) if r["item_id"] not in withheld]
+        responses = study + self.response_rows()
         subset = make_subset(responses, self.items, BuildReport(), include_flagged, self.raters, self.study_raters)
         tables = {"responses": responses, "subset": subset}
         with self._cache_lock:

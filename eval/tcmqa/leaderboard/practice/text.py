@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from tcmqa.leaderboard import lang
 from tcmqa.leaderboard.practice.assignment import ItemView
 
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~=])")
@@ -45,12 +46,13 @@ def _short_revisions(frame: pd.DataFrame) -> pd.DataFrame:
 
 def report_markdown(report: dict[str, Any]) -> str:
     """The practitioner's own results once the block is complete."""
+    by_domain = report["by_domain"].assign(domain=lambda f: f["domain"].map(lang.domain))  # names, not keys
     agreement = "n/a (no other rater yet)" if report["agreement"] is None else f"{report['agreement']:.1f}%"
     return (
-        f"## Block {report['block']} complete: thank you\n\n"
+        f"## Block {report['number']} complete: thank you\n\n"
         f"**Your accuracy** against the reference answers: **{report['accuracy']:.1f}%** on {report['items']} items. "
         f"**Agreement with the other raters** (same answer set): {agreement}.\n\n"
-        f"### By domain\n\n{_table(report['by_domain'])}\n\n"
+        f"### By domain\n\n{_table(by_domain)}\n\n"
         f"### The models on the same items\n\n{_table(_short_revisions(report['models']))}"
     )
 
