@@ -311,37 +311,6 @@ def lighteval_files(out: Path) -> tuple[dict, dict[str, dict[str, dict]]]:
 
 
 @pytest.mark.engine
-def test_lighteval_task_gives_tcmqa_evals_texts_predictions_and_scores(tcmqa_run, lighteval_run):
-    gen_only, both = lighteval_run
-    results, details = lighteval_files(gen_only)
-    by_item = {
-        item_id: (str(g["model_response"]["input"]), str(g["model_response"]["text"][0]), None)
-        for item_id, g in details["tcmqa_gen"].items()
-    }
-    assert len(by_item) == N_ITEMS
-    scores = results["tcmqa_gen"]
-    assert_same_as_tcmqa(
-        tcmqa_run, by_item, {metric: scores[metric] for metric in ("full", "single", "multi", "subset")}
-    )
-    results, details = lighteval_files(both)
-    by_item = {
-        item_id: (
-            str(g["model_response"]["input"]),
-            str(g["model_response"]["text"][0]),
-            [float(v) for v in details["tcmqa_loglik"][item_id]["model_response"]["logprobs"]],
-        )
-        for item_id, g in details["tcmqa_gen"].items()
-    }
-    assert len(by_item) == LIGHTEVAL_SAMPLE
-    assert_same_as_tcmqa(tcmqa_run, by_item)
-
-
-# ---------------------------------------------------------------------------------------------
-# import-samples: the tools' own output as this project's run folder
-# ---------------------------------------------------------------------------------------------
-
-
-@pytest.mark.engine
 def test_import_samples_of_lighteval_equals_lightevals_numbers(lighteval_run, tree20, tmp_path):
     from tcmqa.import_samples import import_samples
 
