@@ -310,7 +310,7 @@ def test_probe_columns_are_offered_hidden_and_p_values_keep_their_significant_di
     shown = board_lib.select(board_lib.merge(rows, HERE), columns=["Circular", "Order p"], search="org/")
     assert shown.columns.tolist() == ["Model", COMPARISON, "Circular", "Order p"]
     assert shown["Circular"].iloc[0] == 41.23 and pd.isna(shown["Circular"].iloc[1])  # null until a probe ran
-    assert shown["Order p"].tolist() == [1.235e-9, 0.5]  # not 0.0
+    assert shown["Order p"].tolist() == [1.2e-9, 0.5]  # 2 significant digits, not 0.0
     assert [uncertainty.p_text(p) for p in (0.41, 0.0031, 1.234e-9, 1.0)] == ["0.41", "0.0031", "1.2e-09", "1"]
 
 

@@ -53,8 +53,10 @@ def value(output: Any) -> Any:
 
 
 def rows(output: Any) -> list[dict]:
+    """A table's rows keyed by field name (the Space shows "item id" for item_id: tcmqa.leaderboard.formats)."""
     table = value(output) or {}
-    return [dict(zip(table.get("headers") or [], row)) for row in table.get("data") or []]
+    fields = [str(h).replace(" ", "_") for h in table.get("headers") or []]
+    return [dict(zip(fields, row)) for row in table.get("data") or []]
 
 
 class Space:

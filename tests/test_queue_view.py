@@ -56,5 +56,8 @@ def test_queue_pages_read_status_and_progress_never_the_log_tail(url: str) -> No
         assert "Show log" not in queue.job_markdown(store, waiting.id)
         assert queue.job_markdown(store, "no-such-job") == "No job `no-such-job`."
         assert queue.job_log(store, failed.id) == LOG[-queue.LOG_TAIL_SHOWN :]  # the log: on demand only
+        # a job with nothing logged, no job, an unknown one: a sentence, never an empty box
+        assert queue.job_log(store, waiting.id) == queue.NO_LOG and "Nothing logged" in queue.NO_LOG
+        assert queue.job_log(store, "") == queue.NO_JOB and queue.job_log(store, "nope") == "No job nope."
     finally:
         store.close()

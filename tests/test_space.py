@@ -91,7 +91,7 @@ def test_board_seeded_filters_and_picks_up_results(space: SimpleSpace) -> None:
 def test_item_explorer(space: SimpleSpace, demo_items: list[dict]) -> None:
     text, responses, _outputs = space.client.predict(str(demo_items[0]["question_id"]), api_name="/item")
     assert demo_items[0]["question"] in text and "**Answer:** A" in text and "曲直" in text
-    assert len(responses["data"]) == 3 and "practitioner_id" in responses["headers"]
+    assert len(responses["data"]) == 3 and "practitioner id" in responses["headers"]
     missing, _, _ = space.client.predict("no-such-item", api_name="/item")
     assert "No item with id" in missing
 

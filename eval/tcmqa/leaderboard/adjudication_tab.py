@@ -15,6 +15,7 @@ import pandas as pd
 
 from tcmqa.errata import VERDICTS
 from tcmqa.leaderboard import practice as practice_lib
+from tcmqa.leaderboard.formats import table
 from tcmqa.leaderboard.identity import Guard
 from tcmqa.leaderboard.practice.text import plain
 from tcmqa_metric import LETTERS
@@ -86,7 +87,7 @@ def adjudication_console_section(practice: practice_lib.PracticeLoader, guard: G
         show_button = gr.Button("Show the suspect list", elem_id="adjudication-suspects-refresh")
         note = gr.Markdown(elem_id="adjudication-lead-note")
         wide = {"interactive": False, "wrap": True, "max_height": 420}
-        suspects = gr.Dataframe(label="Suspect keys, most suspect first", elem_id="adjudication-suspects", **wide)
+        suspects = table(label="Suspect keys, most suspect first", elem_id="adjudication-suspects", **wide)
         with gr.Row():
             item = gr.Textbox(label="Item (its id)", elem_id="adjudication-item")
             first = gr.Textbox(label="First reviewer (account)", elem_id="adjudication-first")
@@ -95,7 +96,7 @@ def adjudication_console_section(practice: practice_lib.PracticeLoader, guard: G
         with gr.Row():
             third = gr.Textbox(label="Another reviewer, when the verdicts disagree", elem_id="adjudication-third")
             third_button = gr.Button("Assign another reviewer", elem_id="adjudication-add")
-        adjudications = gr.Dataframe(label="Adjudications", elem_id="adjudication-table", **wide)
+        adjudications = table(label="Adjudications", elem_id="adjudication-table", **wide)
         export_button = gr.Button("Export the decided items (errata)", elem_id="adjudication-export")
         export_file = gr.File(label="errata.jsonl", height=90, elem_id="adjudication-export-file")
 
@@ -151,7 +152,7 @@ def adjudication_review_section(practice: practice_lib.PracticeLoader, guard: Gu
     """A reviewer's items: one opened with its published key, the verdict form; after it, the evidence."""
     with gr.Accordion("Adjudicate keys", open=False, elem_id="adjudication-review"):
         gr.Markdown(REVIEW_HINT)
-        mine = gr.Dataframe(interactive=False, label="Assigned to you", elem_id="adjudication-mine")
+        mine = table(interactive=False, label="Assigned to you", elem_id="adjudication-mine")
         mine_refresh = gr.Button("Show my adjudications", size="sm", elem_id="adjudication-mine-refresh")
         with gr.Row():
             wanted = gr.Textbox(label="Item to open (its id)", elem_id="adjudication-open-id")

@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 from tcmqa.fresh.gap import MIN_POOL
-from tcmqa.leaderboard import outcomes, uncertainty
+from tcmqa.leaderboard import formats, outcomes, uncertainty
 from tcmqa.leaderboard.rescored import KEY_REVISION, NOT_RESCORED, Rescorer
 from tcmqa.leaderboard.scale import Scale, Scales
 from tcmqa.passmark import PASS_MARK, check_mark, verdict
@@ -76,7 +76,7 @@ HUMAN_NAME = "Licensed practitioners (majority vote)"
 # The board's columns, in order, as the schema declares them (tcmqa.schema.RESULT_COLUMNS).
 BOARD_COLUMNS = [c for c in RESULT_COLUMNS if c.board]
 COLUMNS: dict[str, str] = {c.label: c.name for c in BOARD_COLUMNS}  # board label -> results field
-P_VALUES = [c.label for c in BOARD_COLUMNS if c.name == "order_p"]  # 4 significant digits: 1e-9 is not 0.0
+P_VALUES = [c.label for c in BOARD_COLUMNS if c.name == "order_p"]  # significant digits: 1e-9 is not 0.0
 # board label -> (the field its value is read against, the word before that in the cell): one text cell each
 READ_AGAINST = {c.label: c.read_against for c in BOARD_COLUMNS if c.read_against}
 NUMERIC_COLUMNS = [
@@ -407,11 +407,6 @@ def order(frame: pd.DataFrame, sort_by: str = "Full", descending: bool = True) -
     return frame.iloc[np.argsort((frame[COMPARISON] == QUICK_ESTIMATE).to_numpy(), kind="stable")]
 
 
-def significant(values: pd.Series, digits: int = 4) -> pd.Series:
-    """Round to ``digits`` significant digits (p-values: 2.345e-09 stays 2.345e-09, not 0.0)."""
-    return values.map(lambda v: v if pd.isna(v) else float(f"{v:.{digits}g}"))
-
-
 def subset_on(row: dict[str, Any]) -> str:
     """The "Subset on" text of a row (:data:`DERIVED`); '' where the board does not recount (no practitioner mode)."""
     version = row.get("subset_version")
@@ -556,7 +551,7 @@ def merge(
     for name in [*NUMERIC_COLUMNS, *[c.label for c in DERIVED if c.numeric]]:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").round(2)
     for name in P_VALUES:
-        frame[name] = significant(pd.to_numeric(frame[name], errors="coerce"))
+        frame[name] = pd.to_numeric(frame[name], errors="coerce").map(formats.significant)
     frame = order(frame).reset_index(drop=True)
     frame.attrs["reference"] = {"data_fingerprint": reference, "protocol": protocol}
     return frame

@@ -22,6 +22,7 @@ from tcmqa.leaderboard import browse, lang
 from tcmqa.leaderboard.board import Board
 from tcmqa.leaderboard.errors import reported
 from tcmqa.leaderboard.explorer import MODELS_PER_PAGE, Explorer
+from tcmqa.leaderboard.formats import table
 from tcmqa.leaderboard.lang import t
 from tcmqa.schema import DOMAINS, RATERS_PER_ITEM
 
@@ -173,7 +174,7 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
         )
         next_button = gr.Button(t("explorer_next"), size="sm", scale=0, min_width=110, elem_id="explorer-next")
         summary = gr.Markdown(elem_id="explorer-summary")
-    results = gr.Dataframe(
+    results = table(
         headers=browse.ROW_COLUMNS,
         interactive=False,
         wrap=True,
@@ -207,10 +208,10 @@ def explorer_tab(explorer: Explorer, board: Board, demo: gr.Blocks, public: Call
         item_button = gr.Button(t("explorer_show"), elem_id="item-show", scale=0, min_width=140)
     item_text = gr.Markdown(elem_id="item-text")
     # each table hidden until it has a row (fit_tables); the item's text says why one is empty
-    item_responses = gr.Dataframe(
+    item_responses = table(
         NO_ITEM, interactive=False, label=t("explorer_responses"), visible=False, elem_id="item-responses"
     )
-    item_outputs = gr.Dataframe(
+    item_outputs = table(
         NO_ITEM, interactive=False, wrap=True, label=t("explorer_outputs"), visible=False, elem_id="item-outputs"
     )
     page_outputs = [item_text, item_responses, item_outputs]

@@ -23,6 +23,7 @@ import pandas as pd
 from tcmqa.fresh.pool import REDUX_CATEGORIES, Checked
 from tcmqa.leaderboard import lang
 from tcmqa.leaderboard import practice as practice_lib
+from tcmqa.leaderboard.formats import table
 from tcmqa.leaderboard.identity import Guard
 from tcmqa.leaderboard.practice.text import plain
 from tcmqa.store import PoolRefused
@@ -134,7 +135,7 @@ def fresh_items_section(
         write_button = gr.Button("Submit the item for review", variant="primary", elem_id="fresh-submit")
         write_note = gr.Markdown(elem_id="fresh-note")
         gr.Markdown("### Your items\nA rejected item comes back with the reviewers' comments: revise it once.")
-        mine = gr.Dataframe(interactive=False, wrap=True, elem_id="fresh-mine", label="Your items")
+        mine = table(interactive=False, wrap=True, elem_id="fresh-mine", label="Your items")
         with gr.Row():
             revise_id = gr.Textbox(label="Item to revise (its id)", elem_id="fresh-revise-item")
             revise_button = gr.Button("Load it with the comments", elem_id="fresh-revise")
@@ -143,7 +144,7 @@ def fresh_items_section(
 
     with gr.Accordion("Review fresh items", open=False, elem_id="fresh-review"):
         gr.Markdown(REVIEW_HINT)
-        reviews = gr.Dataframe(interactive=False, elem_id="fresh-reviews", label="Assigned to you")
+        reviews = table(interactive=False, elem_id="fresh-reviews", label="Assigned to you")
         with gr.Row():
             wanted = gr.Number(
                 None, label="Review to open (its number above; empty: your next)", precision=0, elem_id="fresh-open-id"
@@ -446,10 +447,10 @@ def _pool_console(practice: practice_lib.PracticeLoader, guard: Guard, caller: l
     refresh = gr.Button("Refresh the pool", elem_id="pool-refresh")
     note = gr.Markdown(elem_id="pool-note")
     wide = {"interactive": False, "wrap": True, "max_height": 420}
-    summary = gr.Dataframe(label="The pool", elem_id="pool-summary", **wide)
-    items = gr.Dataframe(label="Items", elem_id="pool-items", **wide)
-    reviewers = gr.Dataframe(label="Reviewers: load and agreement", elem_id="pool-reviewers", **wide)
-    waiting = gr.Dataframe(label="Open reviews", elem_id="pool-open", **wide)
+    summary = table(label="The pool", elem_id="pool-summary", **wide)
+    items = table(label="Items", elem_id="pool-items", **wide)
+    reviewers = table(label="Reviewers: load and agreement", elem_id="pool-reviewers", **wide)
+    waiting = table(label="Open reviews", elem_id="pool-open", **wide)
     with gr.Row():
         seat = gr.Number(None, label="Review id (to reassign)", precision=0, elem_id="pool-review")
         to = gr.Textbox(label="Give it to (account; empty: the least loaded)", elem_id="pool-to")

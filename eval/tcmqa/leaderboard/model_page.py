@@ -34,7 +34,7 @@ from matplotlib.gridspec import GridSpec
 from tcmqa import figures, passmark
 from tcmqa.data import has_config, load_config
 from tcmqa.errata import data_errata
-from tcmqa.leaderboard import empty, lang
+from tcmqa.leaderboard import empty, formats, lang
 from tcmqa.leaderboard.compare import UNRATED, Comparator
 from tcmqa.leaderboard.scale import Scale, Scales
 from tcmqa.rescore import corrected
@@ -70,7 +70,11 @@ def _side_by_side(frame: pd.DataFrame, key: str, keys: Sequence[Any], human: str
 def _facts(row: dict[str, Any] | None, names: Sequence[str]) -> pd.DataFrame:
     """The results row's values of ``names`` that exist, as (measure, value, meaning) rows."""
     found = [
-        {"measure": _COLUMNS[n].label, "value": row[n], "meaning": _COLUMNS[n].doc}
+        {
+            "measure": _COLUMNS[n].label,
+            "value": formats.rounded(row[n], formats.field_kind(n)),  # each row its own kind (a p-value, a percent)
+            "meaning": _COLUMNS[n].doc,
+        }
         for n in names
         if row and row.get(n) is not None and not (isinstance(row[n], float) and np.isnan(row[n]))
     ]

@@ -18,6 +18,7 @@ from tcmqa.leaderboard import identity, lang
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.adjudication_tab import adjudication_console_section, adjudication_review_section
 from tcmqa.leaderboard.errors import reported
+from tcmqa.leaderboard.formats import table
 from tcmqa.leaderboard.fresh_tab import fresh_items_section, pool_console_section
 from tcmqa.leaderboard.lang import t
 from tcmqa.leaderboard.practice.text import review_markdown
@@ -471,7 +472,7 @@ def practitioners_tab(
         admin_note = gr.Markdown(elem_id="console-note")
         refresh_button = gr.Button("Refresh the console", elem_id="console-refresh")
         wide = {"interactive": False, "wrap": True, "max_height": 420}
-        practitioners_table = gr.Dataframe(label="Practitioners", elem_id="console-practitioners", **wide)
+        practitioners_table = table(label="Practitioners", elem_id="console-practitioners", **wide)
         with gr.Row():
             excluded = gr.Textbox(label="Practitioner (account)", elem_id="console-account")
             reason = gr.Textbox(label="Reason (recorded with your account)", elem_id="console-reason")
@@ -483,10 +484,10 @@ def practitioners_tab(
             slot_number = gr.Number(None, label="Slot (to reassign)", precision=0, elem_id="console-slot")
             release_button = gr.Button("Release the account's slot in this block", elem_id="console-release")
             reassign_button = gr.Button("Give this slot to the account", elem_id="console-reassign")
-        flagged_table = gr.Dataframe(label="Flagged items, every comment", elem_id="console-flagged", **wide)
-        slots_table = gr.Dataframe(label="Slots", elem_id="console-slots", **wide)
-        progress_table = gr.Dataframe(label="Blocks", elem_id="console-blocks", **wide)
-        decisions_table = gr.Dataframe(label="Exclusions and re-inclusions", elem_id="console-decisions", **wide)
+        flagged_table = table(label="Flagged items, every comment", elem_id="console-flagged", **wide)
+        slots_table = table(label="Slots", elem_id="console-slots", **wide)
+        progress_table = table(label="Blocks", elem_id="console-blocks", **wide)
+        decisions_table = table(label="Exclusions and re-inclusions", elem_id="console-decisions", **wide)
         export_button = gr.Button("Export the whole study (platform database)", elem_id="console-export")
         export_file = gr.File(label="annotation_platform.sqlite", height=90, elem_id="console-export-file")
         pool_console_section(practice, guard, [name, key_box])

@@ -74,14 +74,23 @@ def job_markdown(store: Store, job_id: str) -> str:
     return text
 
 
+NO_LOG = "Nothing logged for this job: the store keeps the harness's log only when a job fails."
+NO_JOB = "Enter a job id to show its log."
+
+
 def job_log(store: Store, job_id: str) -> str:
-    """The end of a job's harness log, as plain text for a text box (empty when there is none)."""
+    """The end of a job's harness log, as plain text for a text box; a sentence when there is none, never an
+    empty box."""
     try:
         job_id = checked_job_id(job_id)
     except forms.FormError as err:
         return str(err)
-    job = store.get(job_id) if job_id else None
-    return job.log_tail[-LOG_TAIL_SHOWN:] if job is not None and job.log_tail else ""
+    if not job_id:
+        return NO_JOB
+    job = store.get(job_id)
+    if job is None:
+        return f"No job {job_id}."
+    return job.log_tail[-LOG_TAIL_SHOWN:] if job.log_tail else NO_LOG
 
 
 def checked_job_id(text: str | None) -> str:

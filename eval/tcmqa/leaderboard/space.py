@@ -15,7 +15,7 @@ import pandas as pd
 from tcmqa import forms
 from tcmqa.hub.publisher import Publisher
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard import empty, lang, model_outputs, outcomes, queue, tabs
+from tcmqa.leaderboard import empty, formats, lang, model_outputs, outcomes, queue, tabs
 from tcmqa.leaderboard import practice as practice_lib
 from tcmqa.leaderboard.about import about_markdown
 from tcmqa.leaderboard.errors import reported
@@ -200,6 +200,7 @@ def build_app(
         return guard.admin(act)
 
     with gr.Blocks(title="TCMQA leaderboard") as demo:
+        gr.HTML(f"<style>{formats.CSS}</style>", padding=False)  # every table's column widths
         with gr.Row():
             gr.Markdown(f"# {t('title')}")
             language_selector(demo)
@@ -232,7 +233,7 @@ def build_app(
             with gr.Row():
                 sort_by = gr.Dropdown(list(board_lib.COLUMNS), value="Full", label=t("board_sort"))
                 descending = gr.Checkbox(value=True, label=t("board_descending"))
-            table = gr.Dataframe(
+            table = formats.table(
                 interactive=False, pinned_columns=1, max_height=700, elem_id="board-table", label=board_lib.LEGEND
             )
             gr.Markdown(board_lib.pass_note(settings.pass_mark), elem_id="board-pass-mark")
@@ -297,7 +298,7 @@ def build_app(
             )
             log_button.click(show_log, job_id, log_text, api_name="job_log")
         with gr.Tab(t("tab_queue"), elem_id="tab-queue"):
-            queue_table = gr.Dataframe(interactive=False, elem_id="queue-table", label=t("queue_table"))
+            queue_table = formats.table(interactive=False, elem_id="queue-table", label=t("queue_table"))
             gr.on([demo.load, timer.tick], show_queue, None, queue_table, api_name="queue", show_progress="hidden")
             with gr.Accordion(t("admin_actions"), open=False):
                 with gr.Row(visible=not settings.hosted):  # local mode: the account and the operator's token

@@ -19,7 +19,7 @@ import gradio as gr
 import pandas as pd
 
 from tcmqa.leaderboard import board as board_lib
-from tcmqa.leaderboard import lang
+from tcmqa.leaderboard import formats, lang
 from tcmqa.leaderboard.compare import PAGE_SIZE, Comparator, availability, not_comparable
 from tcmqa.leaderboard.lang import t
 from tcmqa.leaderboard.model_page import ModelPages
@@ -84,7 +84,7 @@ def plots_tab(board: board_lib.Board, demo: gr.Blocks, timer: gr.Timer, safe: Sa
     with gr.Tab(t("tab_plots"), elem_id="tab-plots"):
         size = gr.Plot(label=t("plots_figure2"), elem_id="plots-figure2")
         ability = gr.Plot(label="One scale: models and practitioners", elem_id="plots-ability")
-        practitioners = gr.Dataframe(
+        practitioners = formats.table(
             interactive=False, label="Practitioners on the scale (each on the items they answered)",
             max_height=300, elem_id="plots-practitioners",
         )  # fmt: skip
@@ -227,15 +227,17 @@ def analysis_tabs(
         run = gr.Button(t("compare_run"), variant="primary", elem_id="compare-run")
         summary = gr.Markdown(elem_id="compare-summary")
         with gr.Row():  # every table hidden until a comparison fills it (show_compare)
-            outcomes = gr.Dataframe(
+            outcomes = formats.table(
                 interactive=False, label=t("compare_outcomes"), visible=False, elem_id="compare-outcomes"
             )
-            accuracy = gr.Dataframe(interactive=False, label=t("compare_types"), visible=False, elem_id="compare-types")
-        by_domain = gr.Dataframe(
+            accuracy = formats.table(
+                interactive=False, label=t("compare_types"), visible=False, elem_id="compare-types"
+            )
+        by_domain = formats.table(
             interactive=False, label=t("compare_domains"), visible=False, elem_id="compare-domains"
         )
         note = gr.Markdown(elem_id="compare-note")
-        items = gr.Dataframe(
+        items = formats.table(
             interactive=False,
             wrap=True,
             label=t("compare_items"),
@@ -252,33 +254,33 @@ def analysis_tabs(
         model_summary = gr.Markdown(elem_id="model-summary")
         # every part hidden until it has something to show (show_model)
         with gr.Row():
-            scale_table = gr.Dataframe(
+            scale_table = formats.table(
                 interactive=False, wrap=True, label="On the one scale", visible=False, elem_id="model-scale"
             )
-            pass_table = gr.Dataframe(
+            pass_table = formats.table(
                 interactive=False, label=f"Pass mark {settings.pass_mark:g}%", visible=False, elem_id="model-passes"
             )
         with gr.Row():
-            domain_table = gr.Dataframe(
+            domain_table = formats.table(
                 interactive=False, label=t("model_domains"), visible=False, elem_id="model-domains"
             )
             domain_plot = gr.Plot(label=t("model_domain_plot"), visible=False, elem_id="model-domain-plot")
         with gr.Row():
-            difficulty_table = gr.Dataframe(
+            difficulty_table = formats.table(
                 interactive=False, label=t("model_difficulty"), visible=False, elem_id="model-difficulty"
             )
             difficulty_plot = gr.Plot(label=t("model_difficulty_plot"), visible=False, elem_id="model-difficulty-plot")
-        consensus_table = gr.Dataframe(
+        consensus_table = formats.table(
             interactive=False, label=t("model_consensus"), visible=False, elem_id="model-consensus"
         )
         consensus_plot = gr.Plot(
             label=t("model_consensus_plot"), visible=False, elem_id="model-consensus-plot"
         )  # 2 panels: wide
         with gr.Row():
-            calibration = gr.Dataframe(
+            calibration = formats.table(
                 interactive=False, wrap=True, label=t("model_calibration"), visible=False, elem_id="model-calibration"
             )
-            probes = gr.Dataframe(
+            probes = formats.table(
                 interactive=False, wrap=True, label=t("model_probes"), visible=False, elem_id="model-probes"
             )
     demo.load(model_choices, None, [model_a, model_b, model, offer], api_name=False, show_progress="hidden")

@@ -85,7 +85,9 @@ class QueueStore(JobRows):
         try:
             with self._write() as conn:
                 self._lock(conn, _SUBMIT_LOCK)
-                job = dataclasses.replace(new_job(model, revision, protocol, user, meta, now=self._now(conn)), kind=kind)
+                job = dataclasses.replace(
+                    new_job(model, revision, protocol, user, meta, now=self._now(conn)), kind=kind
+                )
                 if rate_limit is not None:
                     count = _count_since(conn, user, job.submitted_at - rate_window_s)
                     if count >= rate_limit:
