@@ -311,7 +311,43 @@ def lighteval_files(out: Path) -> tuple[dict, dict[str, dict[str, dict]]]:
 
 
 @pytest.mark.engine
-def test_import_samples_of_lighteval_equals_lightevals_numbers(lighteval_run, tree20, tmp_path):
+def test_lighteval_task_gives_tcmqa_evals_texts_predictions_and_scores(gemma_dir, tcmqa_run, lighteval_run):
+    from transformers import AutoTokenizer
+
+    from tcmqa.import_samples import lighteval_prompt
+
+    tokenizer = AutoTokenizer.from_pretrained(gemma_dir)  # lighteval records the prompt's tokens, not its text
+    gen_only, both = lighteval_run
+    results, details = lighteval_files(gen_only)
+    by_item = {
+        item_id: (lighteval_prompt(g["model_response"], tokenizer), str(g["model_response"]["text"][0]), None)
+        for item_id, g in details["tcmqa_gen"].items()
+    }
+    assert len(by_item) == N_ITEMS
+    scores = results["tcmqa_gen"]
+    assert_same_as_tcmqa(
+        tcmqa_run, by_item, {metric: scores[metric] for metric in ("full", "single", "multi", "subset")}
+    )
+    results, details = lighteval_files(both)
+    by_item = {
+        item_id: (
+            lighteval_prompt(g["model_response"], tokenizer),
+            str(g["model_response"]["text"][0]),
+            [float(v) for v in details["tcmqa_loglik"][item_id]["model_response"]["logprobs"]],
+        )
+        for item_id, g in details["tcmqa_gen"].items()
+    }
+    assert len(by_item) == LIGHTEVAL_SAMPLE
+    assert_same_as_tcmqa(tcmqa_run, by_item)
+
+
+# ---------------------------------------------------------------------------------------------
+# import-samples: the tools' own output as this project's run folder
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.engine
+def test_import_samples_of_lighteval_equals_lightevals_numbers(lighteval_run, tcmqa_run, tree20, tmp_path):
     from tcmqa.import_samples import import_samples
 
     _, both = lighteval_run
@@ -322,6 +358,17 @@ def test_import_samples_of_lighteval_equals_lightevals_numbers(lighteval_run, tr
         got, expected = row[metric], theirs[metric]
         assert got == pytest.approx(expected * 100, nan_ok=True) if got is not None else math.isnan(expected), metric
     assert (row["engine"], row["n"]) == ("lighteval", LIGHTEVAL_SAMPLE)
+    imported = read_outputs(tmp_path / "imported").set_index("item_id")["prompt_hash"]
+    ours = read_outputs(tcmqa_run.out).set_index("item_id")["prompt_hash"]
+    assert imported.to_dict() == ours[imported.index].to_dict()  # the prompt the model saw, from its tokens
+
+
+def test_import_samples_of_lighteval_hashes_no_prompt_it_cannot_recover():
+    from tcmqa.import_samples import lighteval_prompt
+
+    assert lighteval_prompt({"input": None, "input_tokens": [0, 0, 2, 7]}, None) is None
+    assert lighteval_prompt({"input": None, "input_tokens": []}, object()) is None
+    assert lighteval_prompt({"input": "<bos>问", "input_tokens": []}, None) == "<bos>问"
 
 
 def test_import_samples_refuses_a_folder_without_samples(tmp_path, demo_tree):

@@ -14,6 +14,12 @@ keys of ``--data``, which must be the keys the tool scored on (an item whose key
 tool does not report why a generation stopped nor the prompt's length: ``finish_reason`` and
 ``n_prompt_tokens`` are null.
 
+lighteval's transformers backend records no prompt text (its ``input`` is empty), only the prompt's tokens
+after its left padding (``input_tokens``, ``padded_tokens_count``): the prompt is those tokens less the
+padding, decoded with the model's tokenizer keeping special tokens (the chat template's ``<bos>`` and turn
+markers are part of the text ``tcmqa eval`` hashes). Where that tokenizer cannot be loaded here, or a detail
+has neither text nor tokens, ``prompt_hash`` is null (unknown), never the hash of a placeholder.
+
 The results row (``tcmqa.harness.summarise``, the one ``tcmqa eval`` writes) has ``origin`` "self-reported",
 ``engine`` the tool (``lm-eval`` or ``lighteval``) and its version, and ``engine_args`` the tool's model
 arguments. A self-reported row is the researcher's claim, not a run of this project's harness: nothing
@@ -48,7 +54,7 @@ class Sample:
 
     item_id: str
     answer: list[str]
-    prompt: str
+    prompt: str | None  # None: the tool did not record it
     text: str
     logliks: list[float]
 
@@ -106,11 +112,14 @@ def import_samples(
     model = f"{name or harness.model_name(config)} ({SELF_REPORTED})"
     rows = outputs_mod.build_rows(
         items,
-        [Prompt(prompts.render_messages(item), recorded[item["id"]].prompt, []) for item in items],
+        [Prompt(prompts.render_messages(item), recorded[item["id"]].prompt or "", []) for item in items],
         [_completion(recorded[item["id"]]) for item in items],
         model=model,
         revision=SELF_REPORTED,
     )
+    for row in rows:
+        if recorded[row["item_id"]].prompt is None:
+            row["prompt_hash"] = None  # unknown: build_rows hashed the placeholder
     out.mkdir(parents=True, exist_ok=True)
     outputs_mod.write_part(out, 0, rows)
     facts = {
@@ -207,18 +216,43 @@ def read_lighteval(folder: Path) -> ToolRun:
     for task in TASKS:
         frame = pd.read_parquet(_one(sorted(folder.rglob(f"details_*{task}*.parquet")), f"{task} details", folder))
         rows[task] = {record["doc"]["specific"]["id"]: record for record in frame.to_dict("records")}
+    results_file = _one(sorted(folder.rglob("results_*.json")), "lighteval results file", folder)
+    general = json.loads(results_file.read_text()).get("config_general", {})
+    model_config = general.get("model_config") or {}
+    model = general.get("model_name") or model_config.get("model_name") or "unknown"
+    tokenizer = _tokenizer(model_config.get("tokenizer") or model_config.get("model_name") or model)
     samples = [
         Sample(
             item_id=g["doc"]["specific"]["id"],
             answer=list(g["doc"]["specific"]["answer"]),
-            prompt=str(g["model_response"]["input"]),
+            prompt=lighteval_prompt(g["model_response"], tokenizer),
             text=str(g["model_response"]["text"][0]),
             logliks=[float(v) for v in lp["model_response"]["logprobs"]],
         )
         for g, lp in _joined(rows["tcmqa_gen"], rows["tcmqa_loglik"], folder)
     ]
-    results_file = _one(sorted(folder.rglob("results_*.json")), "lighteval results file", folder)
-    general = json.loads(results_file.read_text()).get("config_general", {})
-    model_config = general.get("model_config") or {}
-    model = general.get("model_name") or model_config.get("model_name") or "unknown"
     return ToolRun("lighteval", str(general.get("lighteval_sha") or ""), model, _args_text(model_config), samples)
+
+
+def _tokenizer(model: str) -> Any:
+    """The tokenizer lighteval's model used, to decode the prompt tokens it recorded; None where not loadable."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(model)
+    except (OSError, ValueError) as error:
+        logger.warning("cannot load the tokenizer of %s (%s): the imported prompt_hash is null", model, error)
+        return None
+
+
+def lighteval_prompt(response: dict[str, Any], tokenizer: Any) -> str | None:
+    """The prompt text of one lighteval detail: its ``input`` where recorded, else its input tokens less the
+    left padding, decoded as they are (special tokens kept, no clean-up); None where neither is known."""
+    if response.get("input"):
+        return str(response["input"])
+    tokens = response.get("input_tokens")
+    if tokenizer is None or tokens is None or len(tokens) == 0:
+        return None
+    padding = int(response.get("padded_tokens_count") or 0)
+    ids = [int(t) for t in tokens[padding:]]
+    return tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
