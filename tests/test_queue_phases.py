@@ -88,9 +88,9 @@ def test_queue_phase_table_renders_phase_counts_and_time_left(probed_job) -> Non
     ):
         assert store.heartbeat(claimed, record.text())
         frame = queue.jobs_frame(store, "en")
-        assert list(frame.columns) == ["Job", "Model", "Status", "Progress", "Submitted (UTC)"]
+        assert list(frame.columns) == ["Model", "Status", "Progress", "Job", "Submitted (UTC)"]
         [row] = frame[frame["Model"] == "org/running"].values.tolist()
-        assert row[:4] == [queue.short_id(running.id), "org/running", RUNNING, en] and len(row[0]) == 8
+        assert row[:4] == ["org/running", RUNNING, en, queue.short_id(running.id)] and len(row[3]) == 8
         assert queue.jobs_frame(store, "zh-CN")["进度"].tolist()[0].startswith(zh)
     # at the phase's own rate: 2 of 10 chunks in 60 s leave 240 s, i.e. about 4 minutes
     record = progress.Record("rotations", 20, 100, started=1000.0, at=1060.0, steps=2)

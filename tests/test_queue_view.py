@@ -44,7 +44,7 @@ def test_queue_pages_read_status_and_progress_never_the_log_tail(url: str) -> No
             (FAILED, "claimed", True),
         ]
         assert not any(marker in repr(statuses) for marker in ("PLANTED", META))
-        assert list(frame.columns) == ["Job", "Model", "Status", "Progress", "Submitted (UTC)"]
+        assert list(frame.columns) == ["Model", "Status", "Progress", "Job", "Submitted (UTC)"]
         assert frame[["Job", "Model", "Status", "Progress"]].values.tolist() == [
             [queue.short_id(waiting.id), "org/waiting", PENDING, ""],
             [queue.short_id(running.id), "org/running", RUNNING, "chunk 3/10"],

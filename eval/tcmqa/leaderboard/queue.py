@@ -5,7 +5,7 @@ Both poll (every few seconds, on every open page), so both read the store's smal
 
 A running job's progress is its newest record (:mod:`tcmqa.progress`), shown as its phase, its own counts and
 the time left at that phase's rate ("Rotations 120/320 · about 2 min left"), in the caller's language. The
-table keeps what a visitor scans for (job, model, status, progress, submitted) so it fits the page.
+table keeps what a visitor scans for (model, status, progress, job, submitted) so it fits the page.
 
 A FAILED job shows its reason, so the submitter can act on it; the harness's log tail is fetched on
 demand (:func:`job_log`) and shown as plain text, never as Markdown: a chat template's error message
@@ -24,7 +24,8 @@ from tcmqa.leaderboard import formats, lang
 from tcmqa.quick_anchors import estimate_text
 from tcmqa.store import FAILED, FINISHED, QUICK, Store
 
-QUEUE_COLUMNS = ["job", "model", "status", "progress", "submitted"]  # keys of lang's "queue_col_*" headers
+# keys of lang's "queue_col_*" headers; what a visitor scans for first, so a phone shows it before scrolling
+QUEUE_COLUMNS = ["model", "status", "progress", "job", "submitted"]
 LOG_TAIL_SHOWN = 3000  # characters of the harness log shown with a failure
 MAX_JOB_ID = 64  # characters of a typed job id (the store's are 24)
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()<>#+!|~-])")
@@ -70,7 +71,7 @@ def jobs_frame(store: Store, locale: str | None = None) -> pd.DataFrame:
     """Every request, newest first: short ids, progress in words, UTC submission times; headers in the caller's
     language (or ``locale``)."""
     rows = [
-        [short_id(job.id), job.model, job.status, progress_text(job.progress, locale), _stamp(job.submitted_at)]
+        [job.model, job.status, progress_text(job.progress, locale), short_id(job.id), _stamp(job.submitted_at)]
         for job in store.job_statuses()
     ]
     return pd.DataFrame(rows, columns=[lang.text(f"queue_col_{key}", locale) for key in QUEUE_COLUMNS])
