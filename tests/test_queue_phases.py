@@ -97,6 +97,6 @@ def test_queue_phase_table_renders_phase_counts_and_time_left(probed_job) -> Non
     assert queue.progress_text(record.text(), "en", now=1060.0) == "Rotations 20/100 · about 4 min left"
     assert queue.progress_text(record.text(), "zh-TW", now=1060.0) == "選項輪換 20/100 · 約剩 4 分鐘"
     assert queue.progress_text(record.text(), "en", now=1250.0) == "Rotations 20/100 · under a minute left"
-    assert queue.progress_text("claimed", "en") == "claimed"  # not a record: as it is
+    assert queue.progress_text("done", "zh-CN") == "完成" and queue.progress_text("chunk 3", "en") == "chunk 3"
     assert store.heartbeat(claimed, evaluating.text())
     assert "left" in queue.jobs_frame(store, "en")["Progress"].tolist()[0] or evaluating.done == evaluating.total

@@ -40,6 +40,9 @@ def _stamp(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t)) if t else ""
 
 
+STORE_WORDS = ("claimed", "done")  # progress values the store itself sets (lang's "progress_*")
+
+
 def short_id(job_id: str) -> str:
     """A job id as the table shows it: its random part (``20261201T201652-1a2b3c4d`` -> ``1a2b3c4d``); the
     submission time is a column of its own."""
@@ -48,10 +51,11 @@ def short_id(job_id: str) -> str:
 
 def progress_text(value: str, locale: str | None = None, now: float | None = None) -> str:
     """A job's progress as a person reads it: a record as its phase, counts and time left (in the caller's
-    language, or ``locale``); any other value ("claimed", "done", a harness's own line) as it is."""
+    language, or ``locale``); the store's own words ("claimed", "done") translated; any other value (a reason
+    to retry, a harness's own line) as it is."""
     record = progress.parse(value)
     if record is None:
-        return value
+        return lang.text(f"progress_{value}", locale) if value in STORE_WORDS else value
     name = lang.text(f"phase_{record.phase.replace(' ', '_')}", locale)
     if record.total <= 1:  # loading, publishing: one step, nothing to count
         return name
