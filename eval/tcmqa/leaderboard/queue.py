@@ -84,7 +84,7 @@ def jobs_frame(store: Store, locale: str | None = None) -> pd.DataFrame:
 def job_markdown(store: Store, job_id: str) -> str:
     """One job's status line, progress, and for a failure the reason (escaped); the log tail is :func:`job_log`."""
     try:
-        job_id = checked_job_id(job_id)
+        job_id = typed_job_id(store, job_id)
     except forms.FormError as err:
         return f"❌ {escaped(str(err))}"
     if not job_id:
@@ -114,7 +114,7 @@ def job_log(store: Store, job_id: str) -> str:
     """The end of a job's harness log, as plain text for a text box; a sentence when there is none, never an
     empty box."""
     try:
-        job_id = checked_job_id(job_id)
+        job_id = typed_job_id(store, job_id)
     except forms.FormError as err:
         return str(err)
     if not job_id:
@@ -129,3 +129,10 @@ def checked_job_id(text: str | None) -> str:
     """A typed job id, stripped, or :class:`tcmqa.forms.FormError` before the store is asked (a NUL would make
     PostgreSQL raise; a page of text is no job id)."""
     return forms.checked("job id", text, max_chars=MAX_JOB_ID)
+
+
+def typed_job_id(store: Store, text: str | None) -> str:
+    """The full id of a job typed whole or as the Queue shows it (:func:`short_id`, what an admin copies from
+    the table); :class:`tcmqa.forms.FormError` as :func:`checked_job_id`."""
+    typed = checked_job_id(text)
+    return store.full_job_id(typed) if typed and "-" not in typed else typed

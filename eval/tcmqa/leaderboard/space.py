@@ -174,7 +174,7 @@ def build_app(
             if admin is None:
                 return "❌ Admins only (TCMQA_ADMINS)."
             try:  # the form of what was typed, before the store (or the Hub, for a withdrawal) is asked
-                job = queue.checked_job_id(job)
+                job = queue.typed_job_id(store, job)
                 reason = forms.checked("reason", reason, max_chars=forms.MAX_REASON, lines=True)
             except forms.FormError as err:
                 return f"❌ {queue.escaped(str(err))}"
