@@ -38,7 +38,7 @@ from tcmqa.leaderboard import browse
 from tcmqa.leaderboard.board import Board, served_fingerprint
 from tcmqa.leaderboard.explorer import PROBABILITY_COLUMNS, Explorer
 from tcmqa.prompts import PROTOCOL
-from tcmqa.schema import DOMAINS, OUTPUTS
+from tcmqa.schema import DOMAIN_NAMES, DOMAINS, OUTPUTS
 from tcmqa.store import SQLiteStore
 from tcmqa.store.practice import SlotPlan
 
@@ -145,7 +145,7 @@ def test_outcome_filter_against_the_planted_model(explorer: Explorer) -> None:
             "id": "9007",
             "stem": "脉来急数，一息七八至，称为",
             "answer type": "single",
-            "domain": "中醫五官科學",
+            "domain": DOMAIN_NAMES["ent_ophthalmology"]["en"],  # its name in the caller's language (no request: en)
             "consensus": "3/3",
             "model outcome": "practitioners right, model wrong",
             "difficulty": "",  # no scale fitted here

@@ -79,9 +79,11 @@ def test_practitioner_must_sign_in_and_confirm(tmp_path: Path, fresh_tree: Path)
     assert p.store.practitioner("ann")["licence_number"] == "TCM-123"
     view = p.current("ann")
     assert view is not None and view.position == 1 and view.block_size == 5
+    assert view.number == 1  # the first block, as its practitioner reads it (the store's block may be another)
     assert set(view.__dict__) == {
         "item_id",
         "block",
+        "number",
         "position",
         "block_size",
         "answered",

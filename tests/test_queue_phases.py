@@ -88,15 +88,15 @@ def test_queue_phase_table_renders_phase_counts_and_time_left(probed_job) -> Non
     ):
         assert store.heartbeat(claimed, record.text())
         frame = queue.jobs_frame(store, "en")
-        assert list(frame.columns) == ["Job", "Model", "Status", "Progress", "Submitted (UTC)"]
+        assert list(frame.columns) == ["Model", "Status", "Progress", "Job", "Submitted (UTC)"]
         [row] = frame[frame["Model"] == "org/running"].values.tolist()
-        assert row[:4] == [queue.short_id(running.id), "org/running", RUNNING, en] and len(row[0]) == 8
+        assert row[:4] == ["org/running", RUNNING, en, queue.short_id(running.id)] and len(row[3]) == 8
         assert queue.jobs_frame(store, "zh-CN")["进度"].tolist()[0].startswith(zh)
     # at the phase's own rate: 2 of 10 chunks in 60 s leave 240 s, i.e. about 4 minutes
     record = progress.Record("rotations", 20, 100, started=1000.0, at=1060.0, steps=2)
     assert queue.progress_text(record.text(), "en", now=1060.0) == "Rotations 20/100 · about 4 min left"
     assert queue.progress_text(record.text(), "zh-TW", now=1060.0) == "選項輪換 20/100 · 約剩 4 分鐘"
     assert queue.progress_text(record.text(), "en", now=1250.0) == "Rotations 20/100 · under a minute left"
-    assert queue.progress_text("claimed", "en") == "claimed"  # not a record: as it is
+    assert queue.progress_text("done", "zh-CN") == "完成" and queue.progress_text("chunk 3", "en") == "chunk 3"
     assert store.heartbeat(claimed, evaluating.text())
     assert "left" in queue.jobs_frame(store, "en")["Progress"].tolist()[0] or evaluating.done == evaluating.total

@@ -44,7 +44,7 @@ def test_queue_pages_read_status_and_progress_never_the_log_tail(url: str) -> No
             (FAILED, "claimed", True),
         ]
         assert not any(marker in repr(statuses) for marker in ("PLANTED", META))
-        assert list(frame.columns) == ["Job", "Model", "Status", "Progress", "Submitted (UTC)"]
+        assert list(frame.columns) == ["Model", "Status", "Progress", "Job", "Submitted (UTC)"]
         assert frame[["Job", "Model", "Status", "Progress"]].values.tolist() == [
             [queue.short_id(waiting.id), "org/waiting", PENDING, ""],
             [queue.short_id(running.id), "org/running", RUNNING, "chunk 3/10"],
@@ -59,5 +59,9 @@ def test_queue_pages_read_status_and_progress_never_the_log_tail(url: str) -> No
         # a job with nothing logged, no job, an unknown one: a sentence, never an empty box
         assert queue.job_log(store, waiting.id) == queue.NO_LOG and "Nothing logged" in queue.NO_LOG
         assert queue.job_log(store, "") == queue.NO_JOB and queue.job_log(store, "nope") == "No job nope."
+        # the id as the table shows it finds the job (what an admin copies), a part of it does not
+        assert queue.job_log(store, queue.short_id(failed.id)) == LOG[-queue.LOG_TAIL_SHOWN :]
+        assert f"job `{failed.id}`" in queue.job_markdown(store, queue.short_id(failed.id))
+        assert queue.job_log(store, queue.short_id(failed.id)[:4]) == f"No job {queue.short_id(failed.id)[:4]}."
     finally:
         store.close()

@@ -53,7 +53,7 @@ def test_submission_is_queued_then_duplicate_points_to_it(space: SimpleSpace) ->
     again, _ = space.client.predict("org/good", SHA, api_name="/submit")
     assert f"already PENDING as job {job_id}" in again
     queue = space.client.predict(api_name="/queue")
-    assert [row[2] for row in queue["data"] if row[0] == job_id.rsplit("-", 1)[-1]] == ["PENDING"]
+    assert [row[1] for row in queue["data"] if row[3] == job_id.rsplit("-", 1)[-1]] == ["PENDING"]
     space.store.fail(space.store.claim("w"), "the harness exited with code 1", "CUDA OOM")
     status = space.client.predict(job_id, api_name="/job")
     assert "**FAILED**" in status and "exited with code 1" in status and "CUDA OOM" not in status

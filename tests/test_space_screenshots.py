@@ -11,6 +11,7 @@ first); the whole set, six times as long, with ``TCMQA_SCREENSHOTS=all pytest te
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from sources import half_rated_tree
 from space_fixtures import BROWSER, SHOTS, evaluated_model, hub_models, launch, local_settings, open_chromium
 
+from tcmqa import progress
 from tcmqa.data import load_config
 from tcmqa.leaderboard import lang
 from tcmqa.leaderboard.practice_tab import DOMAIN_KEYS
@@ -88,7 +90,8 @@ def test_space_screenshots_every_tab_in_three_languages(tmp_path: Path, tree: Pa
     store.submit("org/running", "b" * 40, "v1", "local")  # the Queue during a job
     running = store.claim("w")
     assert running is not None
-    store.heartbeat(running, "evaluating: 12/32 items")
+    now = time.time()  # the harness's record: the rotations pass, a minute in, at its own rate
+    store.heartbeat(running, progress.Record("rotations", 120, 320, started=now - 60, at=now, steps=3).text())
     settings = local_settings(store.root, tree, practice_block_size=BLOCK)
     demo, url = launch(settings, store, hub_models())
     item = sorted(subset)[0]

@@ -225,6 +225,8 @@ STRINGS: dict[str, tuple[str, str, str]] = {
     "phase_rotations": ("Rotations", "选项轮换", "選項輪換"),
     "phase_order_test": ("Order test", "选项顺序检验", "選項順序檢驗"),
     "phase_publishing": ("Publishing", "发布", "發布"),
+    "progress_claimed": ("claimed", "已领取", "已領取"),
+    "progress_done": ("done", "完成", "完成"),
     "progress_estimating": ("estimating…", "估算中…", "估算中…"),
     "progress_minutes_left": ("about {minutes} min left", "约剩 {minutes} 分钟", "約剩 {minutes} 分鐘"),
     "progress_under_a_minute": ("under a minute left", "不到 1 分钟", "不到 1 分鐘"),

@@ -5,7 +5,7 @@ Both poll (every few seconds, on every open page), so both read the store's smal
 
 A running job's progress is its newest record (:mod:`tcmqa.progress`), shown as its phase, its own counts and
 the time left at that phase's rate ("Rotations 120/320 · about 2 min left"), in the caller's language. The
-table keeps what a visitor scans for (job, model, status, progress, submitted) so it fits the page.
+table keeps what a visitor scans for (model, status, progress, job, submitted) so it fits the page.
 
 A FAILED job shows its reason, so the submitter can act on it; the harness's log tail is fetched on
 demand (:func:`job_log`) and shown as plain text, never as Markdown: a chat template's error message
@@ -24,7 +24,8 @@ from tcmqa.leaderboard import formats, lang
 from tcmqa.quick_anchors import estimate_text
 from tcmqa.store import FAILED, FINISHED, QUICK, Store
 
-QUEUE_COLUMNS = ["job", "model", "status", "progress", "submitted"]  # keys of lang's "queue_col_*" headers
+# keys of lang's "queue_col_*" headers; what a visitor scans for first, so a phone shows it before scrolling
+QUEUE_COLUMNS = ["model", "status", "progress", "job", "submitted"]
 LOG_TAIL_SHOWN = 3000  # characters of the harness log shown with a failure
 MAX_JOB_ID = 64  # characters of a typed job id (the store's are 24)
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()<>#+!|~-])")
@@ -39,6 +40,9 @@ def _stamp(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t)) if t else ""
 
 
+STORE_WORDS = ("claimed", "done")  # progress values the store itself sets (lang's "progress_*")
+
+
 def short_id(job_id: str) -> str:
     """A job id as the table shows it: its random part (``20261201T201652-1a2b3c4d`` -> ``1a2b3c4d``); the
     submission time is a column of its own."""
@@ -47,10 +51,11 @@ def short_id(job_id: str) -> str:
 
 def progress_text(value: str, locale: str | None = None, now: float | None = None) -> str:
     """A job's progress as a person reads it: a record as its phase, counts and time left (in the caller's
-    language, or ``locale``); any other value ("claimed", "done", a harness's own line) as it is."""
+    language, or ``locale``); the store's own words ("claimed", "done") translated; any other value (a reason
+    to retry, a harness's own line) as it is."""
     record = progress.parse(value)
     if record is None:
-        return value
+        return lang.text(f"progress_{value}", locale) if value in STORE_WORDS else value
     name = lang.text(f"phase_{record.phase.replace(' ', '_')}", locale)
     if record.total <= 1:  # loading, publishing: one step, nothing to count
         return name
@@ -70,7 +75,7 @@ def jobs_frame(store: Store, locale: str | None = None) -> pd.DataFrame:
     """Every request, newest first: short ids, progress in words, UTC submission times; headers in the caller's
     language (or ``locale``)."""
     rows = [
-        [short_id(job.id), job.model, job.status, progress_text(job.progress, locale), _stamp(job.submitted_at)]
+        [job.model, job.status, progress_text(job.progress, locale), short_id(job.id), _stamp(job.submitted_at)]
         for job in store.job_statuses()
     ]
     return pd.DataFrame(rows, columns=[lang.text(f"queue_col_{key}", locale) for key in QUEUE_COLUMNS])
@@ -79,7 +84,7 @@ def jobs_frame(store: Store, locale: str | None = None) -> pd.DataFrame:
 def job_markdown(store: Store, job_id: str) -> str:
     """One job's status line, progress, and for a failure the reason (escaped); the log tail is :func:`job_log`."""
     try:
-        job_id = checked_job_id(job_id)
+        job_id = typed_job_id(store, job_id)
     except forms.FormError as err:
         return f"❌ {escaped(str(err))}"
     if not job_id:
@@ -109,7 +114,7 @@ def job_log(store: Store, job_id: str) -> str:
     """The end of a job's harness log, as plain text for a text box; a sentence when there is none, never an
     empty box."""
     try:
-        job_id = checked_job_id(job_id)
+        job_id = typed_job_id(store, job_id)
     except forms.FormError as err:
         return str(err)
     if not job_id:
@@ -124,3 +129,10 @@ def checked_job_id(text: str | None) -> str:
     """A typed job id, stripped, or :class:`tcmqa.forms.FormError` before the store is asked (a NUL would make
     PostgreSQL raise; a page of text is no job id)."""
     return forms.checked("job id", text, max_chars=MAX_JOB_ID)
+
+
+def typed_job_id(store: Store, text: str | None) -> str:
+    """The full id of a job typed whole or as the Queue shows it (:func:`short_id`, what an admin copies from
+    the table); :class:`tcmqa.forms.FormError` as :func:`checked_job_id`."""
+    typed = checked_job_id(text)
+    return store.full_job_id(typed) if typed and "-" not in typed else typed

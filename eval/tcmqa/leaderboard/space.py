@@ -66,6 +66,24 @@ def build_app(
         hosted=settings.hosted, admins=settings.practice_admins, admin_token=settings.admin_token, store=store
     )
 
+    def shown(
+        search: str,
+        families: list[str],
+        size_min: float | None,
+        size_max: float | None,
+        origins: list[str],
+        columns: list[str],
+        sort_by: str,
+        descending: bool,
+        comparisons: list[str] | None,
+    ) -> pd.DataFrame:
+        """The board's rows the filters keep (every comparison group when none is chosen yet)."""
+        groups = board_lib.COMPARISONS if comparisons is None else comparisons
+        frame = board.frame()
+        return board_lib.select(
+            frame, search, families or (), size_min, size_max, origins or (), columns, sort_by, descending, groups
+        )
+
     @guard.public
     def show_board(
         search: str,
@@ -78,18 +96,8 @@ def build_app(
         descending: bool,
         comparisons: list[str] | None = None,
     ) -> pd.DataFrame:
-        return board_lib.select(
-            board.frame(),
-            search,
-            families or (),
-            size_min,
-            size_max,
-            origins or (),
-            columns or board_lib.DEFAULT_COLUMNS,
-            sort_by,
-            descending,
-            board_lib.COMPARISONS if comparisons is None else comparisons,
-        )
+        columns = columns or board_lib.DEFAULT_COLUMNS
+        return shown(search, families, size_min, size_max, origins, columns, sort_by, descending, comparisons)
 
     @guard.public
     def board_note(
@@ -104,19 +112,7 @@ def build_app(
         comparisons: list[str] | None = None,
     ) -> str:
         """Why the shown rows' blank Subset and Δ human cells are blank (whichever columns are chosen)."""
-        groups = board_lib.COMPARISONS if comparisons is None else comparisons
-        rows = board_lib.select(
-            board.frame(),
-            search,
-            families or (),
-            size_min,
-            size_max,
-            origins or (),
-            board_lib.CHOICES,
-            "Full",
-            True,
-            groups,
-        )
+        rows = shown(search, families, size_min, size_max, origins, board_lib.CHOICES, "Full", True, comparisons)
         return empty.blank_subset(rows)
 
     @guard.public
@@ -174,7 +170,7 @@ def build_app(
             if admin is None:
                 return "❌ Admins only (TCMQA_ADMINS)."
             try:  # the form of what was typed, before the store (or the Hub, for a withdrawal) is asked
-                job = queue.checked_job_id(job)
+                job = queue.typed_job_id(store, job)
                 reason = forms.checked("reason", reason, max_chars=forms.MAX_REASON, lines=True)
             except forms.FormError as err:
                 return f"❌ {queue.escaped(str(err))}"

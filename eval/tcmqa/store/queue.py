@@ -114,6 +114,14 @@ class QueueStore(JobRows):
             row = conn.execute(sa.select(jobs_t).where(jobs_t.c.id == job_id)).mappings().first()
         return self._job(row) if row else None
 
+    def full_job_id(self, short: str) -> str:
+        """The id of the one job whose random part is ``short`` (the Queue shows ids so); ``short`` itself when
+        no job or several match, so the caller's "no job" message names what was typed."""
+        query = sa.select(jobs_t.c.id).where(jobs_t.c.id.endswith("-" + short, autoescape=True)).limit(2)
+        with self._read() as conn:
+            ids = conn.execute(query).scalars().all()
+        return ids[0] if len(ids) == 1 else short
+
     def find(self, model: str, revision: str, protocol: str) -> Job | None:
         """The live (pending, running or finished) job for this key, if any."""
         with self._read() as conn:
