@@ -116,8 +116,20 @@ def build_app(
         return empty.blank_subset(rows)
 
     @guard.public
-    def refresh_families(current: list[str]) -> Any:
-        return gr.update(choices=board.families(), value=current)
+    def refresh_families(current: list[str], seen: list[str] | None) -> tuple[Any, list[str]]:
+        """The family choices when they changed; else nothing sent (an update would fire the board's change)."""
+        choices = board.families()
+        return (gr.skip(), seen) if choices == seen else (gr.update(choices=choices, value=current), choices)
+
+    @guard.public
+    def refresh_board(seen: str | None, *filters: Any) -> tuple[Any, Any, str]:
+        """The board and its note on a refresh tick, sent only when the board or the filters changed since this
+        page's last: a tick of an unchanged board sends nothing, so the page does not redraw the table
+        (and fire its change events) every ``refresh_s``."""
+        key = f"{id(board.frame())}|{filters!r}"
+        if key == seen:
+            return gr.skip(), gr.skip(), seen
+        return show_board(*filters), board_note(*filters), key
 
     @guard.public  # anyone may submit (hosted: the signed-in account, checked by ``submitter``)
     def submit(
@@ -237,10 +249,30 @@ def build_app(
             inputs = [search, families, size_min, size_max, origins, columns, sort_by, descending, comparisons]
             for control in inputs:
                 control.change(show_board, inputs, table, api_name=False, show_progress="hidden")
-            gr.on([demo.load, timer.tick], show_board, inputs, table, api_name="board", show_progress="hidden")
-            timer.tick(refresh_families, families, families, api_name=False, show_progress="hidden")
-            triggers = [demo.load, timer.tick, *[control.change for control in inputs]]
-            gr.on(triggers, board_note, inputs, note, api_name=False, show_progress="hidden")
+            gr.on([demo.load], show_board, inputs, table, api_name="board", show_progress="hidden")
+            gr.on(
+                [demo.load, *[c.change for c in inputs]],
+                board_note,
+                inputs,
+                note,
+                api_name=False,
+                show_progress="hidden",
+            )
+            shown_board, shown_families = gr.State(None), gr.State(None)  # what this page was last sent
+            timer.tick(
+                refresh_board,
+                [shown_board, *inputs],
+                [table, note, shown_board],
+                api_name=False,
+                show_progress="hidden",
+            )
+            timer.tick(
+                refresh_families,
+                [families, shown_families],
+                [families, shown_families],
+                api_name=False,
+                show_progress="hidden",
+            )
         tabs.plots_tab(board, demo, timer, guard.public)  # the paper's Figure 2 and the Subset bars
         with gr.Tab(
             t("tab_explorer"), elem_id="tab-explorer"
