@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+I18N = "__i18n__"
+
 
 class Page:
     """The app as anyone reaches it: its public config, and any function called by index over HTTP."""
@@ -40,7 +42,13 @@ class Page:
 
     def elem(self, component_id: int) -> str:
         props = self.components[component_id].get("props", {})
-        return f"{props.get('elem_id') or ''} {props.get('label') or ''}".lower()
+        label = props.get("label") or ""
+        if isinstance(label, str) and label.startswith(I18N):  # gr.I18n's label: its translation key, not the wrapper
+            meta, end = json.JSONDecoder().raw_decode(label, len(I18N))
+            label = f"{meta.get('key', '')}{label[end:]}"
+        elif isinstance(label, dict):
+            label = label.get("key", "")
+        return f"{props.get('elem_id') or ''} {label}".lower()
 
     def shown(self, dependency: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         """What a call's completion put on the page, by elem_id."""

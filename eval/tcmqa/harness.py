@@ -487,9 +487,9 @@ def run(config: EvalConfig, engine: Engine | None = None) -> Report:
     watch = Stopwatch()
     name = model_name(config)
     out = run_dir(config)
+    check_options(config.engine, engine_options(config))  # an unknown --engine-arg fails before any load or write
     loading = None if config.dry_run else progress.Phase(out, "loading", 1)
     with watch("load"):
-        check_options(config.engine, engine_options(config))  # an unknown --engine-arg fails before any load
         config = dataclasses.replace(config, data_revision=read_revision(config, out))  # fixed before any read
         selection, subset, scorable = select_items(config)
         items = shard_items(selection, config.shard)
