@@ -13,6 +13,7 @@ from test_compare import record_run
 
 from tcmqa.data import load_config
 from tcmqa.leaderboard.board import served_fingerprint
+from tcmqa.schema import DOMAIN_NAMES
 from tcmqa.store import SQLiteStore
 
 pytestmark = BROWSER
@@ -87,7 +88,8 @@ def test_compare_model_and_plots_tabs(tmp_path: Path, sample_tree: Path) -> None
             page.get_by_role("tab", name="Model").click()
             _choose(page, "model-select", "org/b-3b")
             expect(page.locator("#model-summary")).to_contain_text("in the practitioners' subset", timeout=30_000)
-            expect(page.locator("#model-domains")).to_contain_text("診斷與辨證學")
+            # the domain by its name in the page's language (English outside a request), not its key
+            expect(page.locator("#model-domains")).to_contain_text(DOMAIN_NAMES["diagnosis_patterns"]["en"])
             expect(page.locator("#model-calibration")).to_contain_text("ECE")
             expect(page.locator("#model-probes")).to_contain_text("Circular")
             for plot in ("model-domain-plot", "model-difficulty-plot", "model-consensus-plot"):

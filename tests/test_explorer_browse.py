@@ -34,9 +34,10 @@ from sources import DEMO_ITEMS, read_jsonl, write_platform_db
 from space_fixtures import CHROMIUM, SHOTS, evaluated_model, hub_models, launch, local_settings, open_chromium
 
 from tcmqa.build import build
-from tcmqa.leaderboard import browse
+from tcmqa.leaderboard import browse, lang
 from tcmqa.leaderboard.board import Board, served_fingerprint
 from tcmqa.leaderboard.explorer import PROBABILITY_COLUMNS, Explorer
+from tcmqa.leaderboard.formats import header
 from tcmqa.prompts import PROTOCOL
 from tcmqa.schema import DOMAIN_NAMES, DOMAINS, OUTPUTS
 from tcmqa.store import SQLiteStore
@@ -359,7 +360,7 @@ def test_browser_search_filter_page_and_open_an_item(tree: Path, tmp_path: Path)
             page.locator("#explorer-search textarea").fill("")
             page.locator("#explorer-search textarea").press("Enter")
             expect(summary).to_contain_text("32 items")
-            _choose(page, "explorer-consensus", "2 correct")
+            _choose(page, "explorer-consensus", f"2 {lang.text('explorer_correct', 'en')}")  # "2 answered right"
             expect(summary).to_contain_text("6 items")
             _choose(page, "explorer-model", MODEL)
             _choose(page, "explorer-outcome", "practitioners right, model wrong")
@@ -375,7 +376,7 @@ def test_browser_search_filter_page_and_open_an_item(tree: Path, tmp_path: Path)
             outputs = page.locator("#item-outputs")
             expect(outputs).to_contain_text("PLANTED-9010")
             expect(outputs).to_contain_text("P(A) %")
-            expect(page.locator("#item-responses")).to_contain_text("practitioner_id")
+            expect(page.locator("#item-responses")).to_contain_text(header("practitioner_id"))  # practitioner id
             expect(item).to_be_in_viewport(ratio=1)  # the page scrolled to the item
             page.screenshot(path=SHOTS / "explorer-item.png", full_page=True)
             browser.close()

@@ -59,9 +59,9 @@ def test_fresh_pool_is_evaluated_after_the_public_items(tiny_eval, tiny_engine, 
     loads = []
     monkeypatch.setattr(harness, "open_engine", lambda config: loads.append(config) or tiny_engine)
 
-    def spy(engine, chunks, out, name, watch):
+    def spy(engine, chunks, out, name, watch, **kwargs):  # kwargs: progress_dir (where the progress records go)
         seen.extend(item["id"] for chunk in chunks for item in chunk)
-        return generate(engine, chunks, out, name, watch)
+        return generate(engine, chunks, out, name, watch, **kwargs)
 
     monkeypatch.setattr(harness, "generate_parts", spy)
     config = EvalConfig(**{**tiny_eval, "out": tmp_path / "run", "pool": path, "released": "2026-06-01"})
