@@ -127,6 +127,12 @@ VARIABLES: tuple[Variable, ...] = (
         "column, the model page's pass table and the line on the plots",
         "`60` (360 of 600 points)",
     ),
+    Variable(
+        "TCMQA_TASK_DATA",
+        ("the lm-eval and lighteval tasks",),
+        "the data the shipped tasks read (`tcmqa.tasks`): a Hub id or a tree written by `tcmqa build`",
+        "`TechTCM/TCMQA`",
+    ),
     Variable("TCMQA_BLOCK_SIZE", (SPACE,), "items per practitioner block", "`150`"),
     Variable("TCMQA_RATERS", (SPACE, WORKERS), "practitioners per block (`--raters`: the fresh reference's N)", "`3`"),
     Variable("TCMQA_DAILY_CAP", (SPACE,), "responses per account per UTC day (`0`: no cap)", "`300`"),
