@@ -240,6 +240,7 @@ def test_the_board_shows_intervals_separation_marks_and_chosen_probe_columns(tmp
             hidden = ["Origin", "Params (B)", "Single", "Multi", "Δ human", "LP Full", "Multi F1"]
             hidden += ["Fresh", "Fresh 95% CI", "Public − Fresh", "Gap vs human", "Gap 95% CI"]  # no pool here
             hidden += ["Ability", "Ability SE", "Passes"]  # the one scale's: tests/test_scale_space.py
+            hidden += ["Quick estimate", "Key revision"]  # tests/test_quick_jobs.py, tests/test_errata_board.py
             for label in hidden:
                 columns.get_by_label(label, exact=True).uncheck()
             for label in (SUBSET_CI, "Circular", "Circ. drop", "Order 1st", "Order p"):
