@@ -39,8 +39,8 @@ def passes(accuracy: float | None, mark: float = PASS_MARK) -> bool | None:
 
 def domain_scopes(domains: Sequence) -> dict[str, np.ndarray]:
     """``full`` (every item) and ``domain:<key>`` for each domain with items: masks over the items, from each
-    item's domain keys (a list, or None for an item nobody rated)."""
-    keys = [set(d) if d is not None else set() for d in domains]
+    item's domain keys (a list or array; None or NaN, as a table reads a missing one, for an item nobody rated)."""
+    keys = [set(d) if isinstance(d, list | tuple | np.ndarray) else set() for d in domains]
     scopes = {"full": np.ones(len(keys), dtype=bool)}
     for key in DOMAINS:
         inside = np.array([key in k for k in keys], dtype=bool)
